@@ -1,0 +1,8 @@
+#pragma once
+/// The whole public API of paraplan: `#include <paraplan/paraplan.hpp>`.
+
+#include "paraplan/config.hpp"
+#include "paraplan/errors.hpp"
+#include "paraplan/spec.hpp"
+#include "paraplan/units.hpp"
+#include "paraplan/version.hpp"

@@ -1,0 +1,321 @@
+#pragma once
+/// Plain spec structs: what the input files say, in SI base units, after `extends:` and
+/// defaults. They can be built in code without YAML. Schemas: docs/inputs.md.
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "paraplan/export.hpp"
+
+namespace paraplan {
+
+// ---------------------------------------------------------------------------------------
+// Hardware
+// ---------------------------------------------------------------------------------------
+
+/// Number formats a GEMM or a peak can be quoted for.
+enum class Dtype { Bf16, Fp16, Fp8, Fp32, Tf32 };
+inline constexpr int kDtypeCount = 5;
+
+/// One measured GEMM: achieved / peak throughput at shape (m, n, k).
+struct GemmPoint {
+  double m = 0, n = 0, k = 0;  ///< GEMM dims: C[m, n] = A[m, k] x B[k, n]
+  double efficiency = 0;       ///< fraction of the dtype's peak, in (0, 1]
+};
+
+/// Efficiency of GEMMs of one dtype, sampled at measured shapes.
+struct GemmTable {
+  double default_efficiency = 0.6;  ///< used when `points` is empty
+  std::vector<GemmPoint> points;    ///< measured shapes (any order)
+};
+
+/// Named GEMM efficiency tables of a device.
+enum class GemmKind { Bf16, Fp8, GroupedBf16, GroupedFp8 };
+inline constexpr int kGemmKindCount = 4;
+
+/// One compute device (card). Multi-die cards sum their dies' rates here.
+struct DeviceSpec {
+  std::string name;                       ///< e.g. "BR166", "H100 SXM"
+  int dies = 1;                           ///< compute dies per device (BR166: 2)
+  double memory_bytes = 0;                ///< HBM capacity per device
+  double memory_bw_bytes_per_s = 0;       ///< HBM bandwidth per device, summed over dies
+  std::array<double, kDtypeCount> peak_flop_per_s{};  ///< dense peak per Dtype; 0 = absent
+  std::array<std::optional<GemmTable>, kGemmKindCount> gemm;  ///< per GemmKind
+  double memory_bound_efficiency = 0.7;   ///< fraction of memory bandwidth elementwise ops reach
+  double kernel_overhead_s = 0;           ///< fixed cost per launched kernel
+  double memory_reserve_bytes = 0;        ///< runtime and fragmentation, unavailable to the model
+
+  [[nodiscard]] double peak(Dtype d) const { return peak_flop_per_s[static_cast<int>(d)]; }
+  [[nodiscard]] const std::optional<GemmTable>& table(GemmKind k) const {
+    return gemm[static_cast<int>(k)];
+  }
+};
+
+/// How the ranks of one tier are wired.
+enum class Topology { Switch, FullMesh, Ring, Pairs };
+
+/// Which engine moves the bytes: DMA runs beside compute (overlap = max), compute
+/// occupies the compute units (overlap = sum, or a compute share).
+enum class Engine { Dma, Compute };
+
+/// Collective operations the communication model knows.
+enum class Collective { AllReduce, AllGather, ReduceScatter, AllToAll, SendRecv, Broadcast };
+inline constexpr int kCollectiveCount = 6;
+
+/// A measured bus bandwidth for one collective on one tier (nccl-tests busbw convention).
+struct CollectiveOverride {
+  double bus_bw_bytes_per_s = 0;  ///< busbw, per rank
+  Engine engine = Engine::Dma;    ///< engine the measured implementation runs on
+  double compute_share = 1.0;     ///< fraction of compute it occupies (engine compute only)
+};
+
+/// Message size -> fraction of the tier bandwidth reached (measured curve).
+struct SizePoint {
+  double bytes = 0;
+  double efficiency = 0;  ///< in (0, 1]
+};
+
+/// One level of the network hierarchy, innermost first (die, vnode, node, cluster).
+struct TierSpec {
+  std::string name;                    ///< "die", "vnode", "node", "cluster", ...
+  int size = 1;                        ///< units of the next-inner tier per unit of this one
+  Topology topology = Topology::Switch;
+  double bw_bytes_per_s = 0;           ///< per rank, per direction
+  double latency_s = 0;                ///< per message (alpha)
+  Engine engine = Engine::Dma;         ///< engine of plain transfers on this tier
+  double service_cv = 0;               ///< coefficient of variation of link service time
+  std::vector<SizePoint> size_efficiency;  ///< increasing sizes; empty = always 1
+  std::array<std::optional<CollectiveOverride>, kCollectiveCount> collectives;  ///< per Collective
+
+  [[nodiscard]] const std::optional<CollectiveOverride>& collective(Collective c) const {
+    return collectives[static_cast<int>(c)];
+  }
+};
+
+/// Which devices a direct extra link joins.
+enum class LinkPairing { NodePairs, VnodePairs };
+
+/// An optional direct link outside the tier tree (BR166 Port-10, "mate3").
+struct ExtraLinkSpec {
+  std::string name;
+  LinkPairing between = LinkPairing::NodePairs;
+  double bw_bytes_per_s = 0;  ///< per device, per direction
+  double latency_s = 0;
+};
+
+/// The host side of a node.
+struct HostSpec {
+  double memory_bytes = 0;              ///< host memory per node; 0 = unknown
+  double offload_bw_bytes_per_s = 0;    ///< device <-> host, per device, per direction
+};
+
+/// A cluster: devices, network tiers, hosts.
+struct HardwareSpec {
+  std::string name;
+  std::string description;
+  std::vector<std::string> sources;
+  DeviceSpec device;
+  std::vector<TierSpec> tiers;  ///< innermost first; the last is the cluster (size = max nodes)
+  std::vector<ExtraLinkSpec> extra_links;
+  HostSpec host;
+
+  /// Devices (cards) per node: product of tier sizes up to the tier before the last,
+  /// divided by dies when the innermost tier is the die tier.
+  [[nodiscard]] PARAPLAN_EXPORT int devices_per_node() const;
+  /// Largest node count: the last tier's size.
+  [[nodiscard]] int max_nodes() const { return tiers.empty() ? 0 : tiers.back().size; }
+};
+
+// ---------------------------------------------------------------------------------------
+// Model
+// ---------------------------------------------------------------------------------------
+
+enum class AttentionKind { Mha, Gqa, Mla };
+enum class FfnKind { Swiglu, Gelu };
+enum class NormKind { RmsNorm, LayerNorm };
+enum class PositionEmbedding { Rope, Learned, Alibi, None };
+
+/// Attention block dimensions.
+struct AttentionSpec {
+  AttentionKind kind = AttentionKind::Mha;
+  int heads = 0;
+  int kv_heads = 0;          ///< GQA groups; = heads for MHA and MLA
+  int head_dim = 0;          ///< MHA/GQA per-head dim
+  int q_lora_rank = 0;       ///< MLA query compression rank; 0 = none
+  int kv_lora_rank = 0;      ///< MLA KV compression rank
+  int qk_nope_head_dim = 0;  ///< MLA
+  int qk_rope_head_dim = 0;  ///< MLA decoupled RoPE dim
+  int v_head_dim = 0;        ///< MLA
+};
+
+/// Dense feed-forward block.
+struct FfnSpec {
+  FfnKind kind = FfnKind::Swiglu;
+  int intermediate = 0;
+};
+
+/// Mixture-of-Experts settings; present only for MoE models.
+struct MoeSpec {
+  int dense_layers = 0;              ///< first k layers use the dense FFN
+  int routed_experts = 0;
+  int shared_experts = 0;
+  int top_k = 0;
+  int expert_intermediate = 0;
+  int shared_expert_intermediate = 0;  ///< defaults to expert_intermediate
+  int max_nodes_per_token = 0;       ///< node-limited routing; 0 = unlimited
+};
+
+/// A transformer model.
+struct ModelSpec {
+  std::string name;
+  std::string description;
+  std::vector<std::string> sources;
+  int layers = 0;
+  int hidden = 0;
+  int vocab = 0;
+  int seq_len = 0;
+  bool tied_embeddings = false;
+  NormKind norm = NormKind::RmsNorm;
+  bool bias = false;  ///< linear layers carry biases (GPT-2/3)
+  PositionEmbedding position_embedding = PositionEmbedding::Rope;
+  AttentionSpec attention;
+  FfnSpec ffn;
+  std::optional<MoeSpec> moe;
+  int mtp_depth = 0;
+};
+
+// ---------------------------------------------------------------------------------------
+// Strategy
+// ---------------------------------------------------------------------------------------
+
+enum class Precision { Bf16, Fp8 };
+enum class RecomputeMode { None, Selective, Full, Modules };
+enum class Optimizer { Adam, Adam8bit };
+enum class Dispatch { AllGather, AllToAll, DeepEp, SendRecvAllGather, SendRecvDeepEp };
+enum class Routing { Uniform, NodeLimited };
+enum class Schedule { OneFOneB, Interleaved, ZeroBubble, DualPipe, DualPipeV };
+enum class Objective { Tgs, StepTime, Mfu, Memory };
+
+/// Modules that can be recomputed one by one (Megatron-LM `--recompute-modules` names).
+enum class RecomputeModule { CoreAttn, LayerNorm, MlaUpProj, Mlp, Moe, MoeAct, SharedExperts };
+inline constexpr int kRecomputeModuleCount = 7;
+
+/// What is recomputed in the backward pass.
+struct Recompute {
+  RecomputeMode mode = RecomputeMode::None;
+  std::array<bool, kRecomputeModuleCount> modules{};  ///< per RecomputeModule, mode Modules
+  [[nodiscard]] bool has(RecomputeModule m) const { return modules[static_cast<int>(m)]; }
+};
+
+/// Parallel degrees. World = tp x cp x dp x pp devices.
+struct Parallel {
+  int tp = 1, pp = 1, dp = 1, ep = 1, etp = 1, vpp = 1, cp = 1;
+  bool sp = false;  ///< sequence parallel (needs tp > 1)
+};
+
+/// Training settings.
+struct Training {
+  int micro_batch = 1;            ///< sequences per micro-batch
+  int global_batch = 1;           ///< sequences per step
+  int seq_len = 0;                ///< 0 = the model's
+  Precision precision = Precision::Bf16;
+  Recompute recompute;
+  int zero = 1;                   ///< ZeRO stage 0..3
+  Optimizer optimizer = Optimizer::Adam;
+  bool optimizer_offload = false;
+  bool activation_offload = false;
+};
+
+/// MoE execution settings.
+struct MoeExec {
+  Dispatch dispatch = Dispatch::AllToAll;
+  Routing routing = Routing::Uniform;
+  double imbalance = 1.0;  ///< max/mean expert load beyond random routing
+};
+
+/// Which communication overlaps with compute.
+struct Overlap {
+  bool ep = true, dp = true, tp = false, pp = true;
+};
+
+/// One training configuration. `hardware` and `model` are what the file said (a built-in
+/// name or a path); the loaded specs travel beside it in a Plan.
+struct Strategy {
+  std::string name;         ///< file stem or given name
+  std::string description;
+  std::string hardware;     ///< reference as written
+  std::string model;        ///< reference as written
+  int nodes = 1;
+  Parallel parallel;
+  bool ep_over_dies = false;
+  Training training;
+  MoeExec moe;
+  Schedule schedule = Schedule::OneFOneB;
+  Overlap overlap;
+};
+
+/// A strategy with its hardware and model loaded.
+struct Plan {
+  HardwareSpec hardware;
+  ModelSpec model;
+  Strategy strategy;
+};
+
+/// A broken rule of a strategy: `rule` is a stable identifier (docs/inputs.md).
+struct RuleViolation {
+  std::string rule;     ///< e.g. "heads_tp"
+  std::string message;  ///< e.g. "attention heads 128 are not divisible by tp 3"
+  std::string key;      ///< the strategy key most to blame, dotted: "parallel.tp"
+};
+
+/// Checks a strategy against its hardware and model; empty when valid.
+/// Rules: world, heads_tp, kv_heads_tp, experts_ep, ep_world, layers_pp, batch_dp,
+/// vpp_schedule, dualpipe_pp, nodes_cluster, seq_cp, moe_fields, ep_over_dies, sp_tp.
+[[nodiscard]] PARAPLAN_EXPORT std::vector<RuleViolation> check_rules(const Strategy& s, const HardwareSpec& hw,
+                                                     const ModelSpec& m);
+
+// ---------------------------------------------------------------------------------------
+// Search space
+// ---------------------------------------------------------------------------------------
+
+/// Candidate values of one dimension; `auto_values` = every valid value.
+template <typename T>
+struct Choice {
+  std::vector<T> values;    ///< explicit candidates (when not auto)
+  bool auto_values = false;
+};
+
+/// A set of strategies: strategy keys with lists or `auto`, plus search settings.
+struct SearchSpace {
+  std::string name;
+  std::string description;
+  std::string hardware;
+  std::string model;
+  Choice<int> nodes, tp, pp, dp, ep, etp, vpp, cp, micro_batch, zero;
+  Choice<bool> sp, ep_over_dies, optimizer_offload, activation_offload;
+  Choice<int> global_batch;
+  int seq_len = 0;
+  Choice<Precision> precision;
+  Choice<Recompute> recompute;
+  Choice<Optimizer> optimizer;
+  Choice<Dispatch> dispatch;
+  Choice<Routing> routing;
+  double imbalance = 1.0;
+  Choice<Schedule> schedule;
+  Overlap overlap;
+  Objective objective = Objective::Tgs;
+  int top = 20;
+  double memory_headroom = 0.95;  ///< fraction of device memory a strategy may use
+};
+
+/// A search space with its hardware and model loaded.
+struct SpacePlan {
+  HardwareSpec hardware;
+  ModelSpec model;
+  SearchSpace space;
+};
+
+}  // namespace paraplan

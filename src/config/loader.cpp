@@ -1,0 +1,456 @@
+// Public loading API: resolves references (paths or built-in names), follows `extends:`,
+// reads the merged tree into specs and throws every diagnostic at once.
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "config/builtin.hpp"
+#include "config/parse.hpp"
+#include "config/tree.hpp"
+#include "paraplan/config.hpp"
+#include "util/strings.hpp"
+
+namespace paraplan {
+
+std::string_view kind_name(FileKind kind) noexcept {
+  switch (kind) {
+    case FileKind::Hardware: return "hardware";
+    case FileKind::Model: return "model";
+    case FileKind::Strategy: return "strategy";
+    case FileKind::Space: return "space";
+  }
+  return "file";
+}
+
+namespace config {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::uintmax_t kMaxFileBytes = 16u << 20;
+constexpr int kMaxExtendsDepth = 16;
+
+std::string_view dir_of(FileKind kind) {
+  switch (kind) {
+    case FileKind::Hardware: return "hardware";
+    case FileKind::Model: return "models";
+    case FileKind::Strategy:
+    case FileKind::Space: return "strategies";
+  }
+  return "";
+}
+
+bool is_path(std::string_view ref) {
+  return ref.find('/') != std::string_view::npos || util::ends_with(ref, ".yaml") ||
+         util::ends_with(ref, ".yml");
+}
+
+// "strategies/../hardware/x.yaml" -> "hardware/x.yaml", for paths among the presets.
+std::string normalize(const std::string& path) {
+  return fs::path(path).lexically_normal().generic_string();
+}
+
+std::string preset_stem(std::string_view path) {
+  std::string_view file = path.substr(path.rfind('/') + 1);
+  for (std::string_view ext : {".space.yaml", ".yaml"}) {
+    if (util::ends_with(file, ext)) return std::string(file.substr(0, file.size() - ext.size()));
+  }
+  return std::string(file);
+}
+
+// One line of `description:` from a preset's text, without parsing all of it.
+std::string description_of(std::string_view text) {
+  std::istringstream in{std::string(text)};
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("description:", 0) == 0) {
+      std::string d(util::trim(std::string_view(line).substr(12)));
+      if (d.size() >= 2 && (d.front() == '"' || d.front() == '\'') && d.back() == d.front()) {
+        d = d.substr(1, d.size() - 2);
+      }
+      return d;
+    }
+  }
+  return {};
+}
+
+struct Text {
+  std::shared_ptr<const Source> source;
+  std::string text;
+};
+
+const BuiltinFile* find_builtin(std::string_view path) {
+  for (const BuiltinFile& f : builtin_files()) {
+    if (f.path == path) return &f;
+  }
+  return nullptr;
+}
+
+// Resolves `ref` (as written at `at`; at.source null for a command-line argument) to a
+// file's text. Reports and returns nullopt when it cannot.
+std::optional<Text> resolve(const std::string& ref, FileKind kind, const Loc& at, Diags& diags) {
+  const Source* from = at.source.get();
+  auto report = [&](std::string msg) {
+    if (from != nullptr) {
+      diags.error(at, std::move(msg));
+    } else {
+      diags.error(std::make_shared<Source>(Source{ref, "", false, ref}), std::move(msg));
+    }
+  };
+  if (ref.empty()) {
+    report("empty file reference");
+    return std::nullopt;
+  }
+  if (!is_path(ref) || (from != nullptr && from->builtin)) {
+    // A built-in: a name of the expected kind, or a path among the presets.
+    std::string path = is_path(ref) ? normalize((from != nullptr ? from->dir + "/" : "") + ref)
+                                    : std::string(dir_of(kind)) + "/" + ref +
+                                          (kind == FileKind::Space ? ".space.yaml" : ".yaml");
+    if (const BuiltinFile* f = find_builtin(path)) {
+      auto dir = path.substr(0, path.rfind('/'));
+      return Text{std::make_shared<Source>(Source{"builtin:" + path, dir, true, "builtin:" + path}),
+                  std::string(f->text)};
+    }
+    std::vector<std::string> names;
+    for (const Preset& p : presets()) {
+      if (p.kind == kind) names.push_back(p.name);
+    }
+    std::string msg = "no built-in " + std::string(kind_name(kind)) + " named `" + ref + "`";
+    if (auto near = util::nearest(ref, names); !near.empty()) msg += "; did you mean `" + near + "`?";
+    msg += " (built-in: " + util::join(names, ", ") + "; or give a path ending in .yaml)";
+    report(std::move(msg));
+    return std::nullopt;
+  }
+  fs::path p(ref);
+  if (p.is_relative() && from != nullptr && !from->dir.empty()) p = fs::path(from->dir) / p;
+  std::error_code ec;
+  if (fs::is_directory(p, ec)) {
+    report("`" + p.string() + "` is a directory, not a YAML file");
+    return std::nullopt;
+  }
+  std::ifstream in(p, std::ios::binary);
+  if (!in) {
+    report("cannot open `" + p.string() + "`: " +
+           (fs::exists(p, ec) ? "permission denied" : "no such file"));
+    return std::nullopt;
+  }
+  auto size = fs::file_size(p, ec);
+  if (!ec && size > kMaxFileBytes) {
+    report("`" + p.string() + "` is larger than 16 MiB; is it an input file?");
+    return std::nullopt;
+  }
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  std::string identity = fs::weakly_canonical(p, ec).string();
+  if (ec) identity = p.lexically_normal().string();
+  std::string dir = p.parent_path().string();
+  return Text{std::make_shared<Source>(Source{p.string(), dir, false, identity}), buf.str()};
+}
+
+// The merged tree of `text` after following its `extends:` chain.
+Node load_tree(const Text& file, FileKind kind, Diags& diags, std::vector<std::string>& chain) {
+  Node root = parse_yaml(file.text, file.source, diags);
+  if (!root.is_map()) return root;
+  const Node* ext = root.find("extends");
+  if (ext == nullptr) return root;
+  Loc at = ext->loc;
+  if (!ext->is_scalar()) {
+    diags.error(at, "`extends` takes one preset name or path");
+    root.erase("extends");
+    return root;
+  }
+  std::string ref = ext->scalar;
+  root.erase("extends");
+  auto base_text = resolve(ref, kind, at, diags);
+  if (!base_text) return root;
+  if (std::find(chain.begin(), chain.end(), base_text->source->identity) != chain.end()) {
+    std::string cycle;
+    for (const std::string& c : chain) cycle += c + " -> ";
+    diags.error(at, "`extends` cycle: " + cycle + base_text->source->identity);
+    return root;
+  }
+  if (static_cast<int>(chain.size()) >= kMaxExtendsDepth) {
+    diags.error(at, "`extends` chain longer than " + std::to_string(kMaxExtendsDepth) + " files");
+    return root;
+  }
+  chain.push_back(base_text->source->identity);
+  Node base = load_tree(*base_text, kind, diags, chain);
+  chain.pop_back();
+  if (!base.is_map()) return root;
+  merge_into(base, std::move(root));
+  return base;
+}
+
+Node load_root(const std::string& ref, FileKind kind, const Loc& at, Diags& diags,
+               std::shared_ptr<const Source>* source_out = nullptr) {
+  auto text = resolve(ref, kind, at, diags);
+  if (!text) return Node{};
+  if (source_out != nullptr) *source_out = text->source;
+  std::vector<std::string> chain{text->source->identity};
+  return load_tree(*text, kind, diags, chain);
+}
+
+// The kind a file's own keys show, if they show one.
+std::optional<FileKind> guess_kind(const Node& root) {
+  if (!root.is_map()) return std::nullopt;
+  auto has = [&](std::initializer_list<std::string_view> keys) {
+    return std::any_of(keys.begin(), keys.end(), [&](std::string_view k) { return root.find(k) != nullptr; });
+  };
+  if (has({"device", "network", "host"})) return FileKind::Hardware;
+  if (has({"layers", "hidden", "attention", "ffn", "vocab", "mtp_depth"})) return FileKind::Model;
+  if (has({"objective", "top", "memory_headroom"})) return FileKind::Space;
+  if (!has({"hardware", "model", "nodes", "parallel", "training", "schedule", "overlap"})) {
+    return std::nullopt;
+  }
+  // A list or `auto` anywhere in the strategy keys makes it a space.
+  bool listy = false;
+  auto scan = [&](const Node& map, auto& self) -> void {
+    for (const auto& [key, value] : map.entries) {
+      if (key == "sources") continue;
+      if (value.is_seq() && key != "recompute") listy = true;
+      if (value.is_scalar() && value.scalar == "auto") listy = true;
+      if (value.is_map()) self(value, self);
+    }
+  };
+  scan(root, scan);
+  return listy ? FileKind::Space : FileKind::Strategy;
+}
+
+// Loads hardware and model named by a strategy or space, reporting at their keys.
+template <typename Out>
+void load_refs(const Node& root, const std::string& hw_ref, const std::string& model_ref,
+               Out& out, Diags& diags) {
+  if (const Node* h = root.find("hardware"); h != nullptr && !hw_ref.empty()) {
+    std::size_t before = diags.size();
+    Node tree = load_root(hw_ref, FileKind::Hardware, h->loc, diags);
+    if (diags.size() == before) out.hardware = read_hardware(tree, diags);
+  }
+  if (const Node* m = root.find("model"); m != nullptr && !model_ref.empty()) {
+    std::size_t before = diags.size();
+    Node tree = load_root(model_ref, FileKind::Model, m->loc, diags);
+    if (diags.size() == before) out.model = read_model(tree, diags);
+  }
+}
+
+// The location of a dotted key ("parallel.tp"), or the nearest existing parent.
+Loc loc_of_key(const Node& root, const std::string& dotted) {
+  const Node* cur = &root;
+  Loc best = root.loc;
+  std::size_t start = 0;
+  while (start <= dotted.size()) {
+    std::size_t dot = dotted.find('.', start);
+    std::string key = dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (!cur->is_map()) break;
+    bool found = false;
+    for (std::size_t i = 0; i < cur->entries.size(); ++i) {
+      if (cur->entries[i].first == key) {
+        best = cur->entries[i].second.is_null() ? cur->key_locs[i] : cur->entries[i].second.loc;
+        cur = &cur->entries[i].second;
+        found = true;
+        break;
+      }
+    }
+    if (!found || dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return best;
+}
+
+Plan plan_from_root(const Node& root, const std::shared_ptr<const Source>& source, Diags& diags) {
+  Plan plan;
+  plan.strategy = read_strategy(root, diags);
+  if (plan.strategy.name.empty() && source) plan.strategy.name = preset_stem(source->display);
+  std::size_t before = diags.size();
+  load_refs(root, plan.strategy.hardware, plan.strategy.model, plan, diags);
+  if (diags.size() == before && diags.empty()) {
+    for (const RuleViolation& v : check_rules(plan.strategy, plan.hardware, plan.model)) {
+      diags.error(loc_of_key(root, v.key), "strategy breaks rule `" + v.rule + "`: " + v.message);
+    }
+  }
+  return plan;
+}
+
+SpacePlan space_from_root(const Node& root, const std::shared_ptr<const Source>& source,
+                          Diags& diags) {
+  SpacePlan sp;
+  sp.space = read_space(root, diags);
+  if (sp.space.name.empty() && source) sp.space.name = preset_stem(source->display);
+  load_refs(root, sp.space.hardware, sp.space.model, sp, diags);
+  return sp;
+}
+
+std::shared_ptr<const Source> text_source(const std::string& display, const std::string& base_dir) {
+  return std::make_shared<Source>(Source{display, base_dir, false, display});
+}
+
+Node tree_from_text(std::string_view yaml, const std::shared_ptr<const Source>& source,
+                    FileKind kind, Diags& diags) {
+  std::vector<std::string> chain{source->identity};
+  return load_tree(Text{source, std::string(yaml)}, kind, diags, chain);
+}
+
+}  // namespace
+}  // namespace config
+
+const std::vector<Preset>& presets() {
+  static const std::vector<Preset> all = [] {
+    std::vector<Preset> out;
+    for (const config::BuiltinFile& f : config::builtin_files()) {
+      std::string_view path = f.path;
+      FileKind kind = FileKind::Strategy;
+      if (path.rfind("hardware/", 0) == 0) kind = FileKind::Hardware;
+      else if (path.rfind("models/", 0) == 0) kind = FileKind::Model;
+      else if (util::ends_with(path, ".space.yaml")) kind = FileKind::Space;
+      out.push_back(Preset{kind, config::preset_stem(path), std::string(path),
+                           config::description_of(f.text), f.text});
+    }
+    std::stable_sort(out.begin(), out.end(), [](const Preset& a, const Preset& b) {
+      return std::tie(a.kind, a.name) < std::tie(b.kind, b.name);
+    });
+    return out;
+  }();
+  return all;
+}
+
+HardwareSpec load_hardware(const std::string& ref) {
+  config::Diags diags;
+  config::Node root = config::load_root(ref, FileKind::Hardware, {}, diags);
+  diags.throw_if_any();
+  HardwareSpec hw = config::read_hardware(root, diags);
+  diags.throw_if_any();
+  return hw;
+}
+
+ModelSpec load_model(const std::string& ref) {
+  config::Diags diags;
+  config::Node root = config::load_root(ref, FileKind::Model, {}, diags);
+  diags.throw_if_any();
+  ModelSpec m = config::read_model(root, diags);
+  diags.throw_if_any();
+  return m;
+}
+
+Plan load_plan(const std::string& ref) {
+  config::Diags diags;
+  std::shared_ptr<const config::Source> source;
+  config::Node root = config::load_root(ref, FileKind::Strategy, {}, diags, &source);
+  diags.throw_if_any();
+  Plan plan = config::plan_from_root(root, source, diags);
+  diags.throw_if_any();
+  return plan;
+}
+
+SpacePlan load_space(const std::string& ref) {
+  config::Diags diags;
+  std::shared_ptr<const config::Source> source;
+  config::Node root = config::load_root(ref, FileKind::Space, {}, diags, &source);
+  diags.throw_if_any();
+  SpacePlan sp = config::space_from_root(root, source, diags);
+  diags.throw_if_any();
+  return sp;
+}
+
+HardwareSpec parse_hardware(std::string_view yaml, const std::string& display_name,
+                            const std::string& base_dir) {
+  config::Diags diags;
+  auto root = config::tree_from_text(yaml, config::text_source(display_name, base_dir),
+                                     FileKind::Hardware, diags);
+  diags.throw_if_any();
+  HardwareSpec hw = config::read_hardware(root, diags);
+  diags.throw_if_any();
+  return hw;
+}
+
+ModelSpec parse_model(std::string_view yaml, const std::string& display_name,
+                      const std::string& base_dir) {
+  config::Diags diags;
+  auto root = config::tree_from_text(yaml, config::text_source(display_name, base_dir),
+                                     FileKind::Model, diags);
+  diags.throw_if_any();
+  ModelSpec m = config::read_model(root, diags);
+  diags.throw_if_any();
+  return m;
+}
+
+Plan parse_plan(std::string_view yaml, const std::string& display_name, const std::string& base_dir) {
+  config::Diags diags;
+  auto source = config::text_source(display_name, base_dir);
+  auto root = config::tree_from_text(yaml, source, FileKind::Strategy, diags);
+  diags.throw_if_any();
+  Plan plan = config::plan_from_root(root, source, diags);
+  diags.throw_if_any();
+  return plan;
+}
+
+SpacePlan parse_space(std::string_view yaml, const std::string& display_name,
+                      const std::string& base_dir) {
+  config::Diags diags;
+  auto source = config::text_source(display_name, base_dir);
+  auto root = config::tree_from_text(yaml, source, FileKind::Space, diags);
+  diags.throw_if_any();
+  SpacePlan sp = config::space_from_root(root, source, diags);
+  diags.throw_if_any();
+  return sp;
+}
+
+FileKind detect_kind(const std::string& ref) {
+  config::Diags diags;
+  std::string cur = ref;
+  config::Loc at;  // where `cur` was written; empty for the argument itself
+  std::vector<std::string> seen;
+  for (int depth = 0; depth <= config::kMaxExtendsDepth; ++depth) {
+    if (!config::is_path(cur)) {
+      // A bare name: the kind of the preset that has it.
+      for (const Preset& p : presets()) {
+        if (p.name == cur) return p.kind;
+      }
+      std::vector<std::string> names;
+      for (const Preset& p : presets()) names.push_back(p.name);
+      std::string msg = "no built-in preset named `" + cur + "`";
+      if (auto near = util::nearest(cur, names); !near.empty()) msg += "; did you mean `" + near + "`?";
+      msg += " (`paraplan list` shows them; a file path must end in .yaml)";
+      if (at.source) {
+        diags.error(at, std::move(msg));
+      } else {
+        diags.error(std::make_shared<config::Source>(config::Source{cur, "", false, cur}), std::move(msg));
+      }
+      diags.throw_if_any();
+    }
+    auto text = config::resolve(cur, FileKind::Strategy, at, diags);
+    diags.throw_if_any();
+    if (std::find(seen.begin(), seen.end(), text->source->identity) != seen.end()) {
+      // An `extends` cycle: let the loader report it where it closes.
+      (void)config::load_root(ref, FileKind::Hardware, {}, diags);
+      diags.throw_if_any();
+      break;
+    }
+    seen.push_back(text->source->identity);
+    config::Node root = config::parse_yaml(text->text, text->source, diags);
+    diags.throw_if_any();
+    if (auto kind = config::guess_kind(root)) return *kind;
+    const config::Node* ext = root.find("extends");
+    if (ext == nullptr || !ext->is_scalar()) break;
+    cur = ext->scalar;
+    at = ext->loc;
+  }
+  diags.error(std::make_shared<config::Source>(config::Source{ref, "", false, ref}),
+              "cannot tell what this file is: a hardware file has `device:`, a model `layers:`, "
+              "a strategy `parallel:` and a search space lists or `auto` values");
+  diags.throw_if_any();
+  return FileKind::Strategy;
+}
+
+FileKind check_file(const std::string& ref) {
+  FileKind kind = detect_kind(ref);
+  switch (kind) {
+    case FileKind::Hardware: (void)load_hardware(ref); break;
+    case FileKind::Model: (void)load_model(ref); break;
+    case FileKind::Strategy: (void)load_plan(ref); break;
+    case FileKind::Space: (void)load_space(ref); break;
+  }
+  return kind;
+}
+
+}  // namespace paraplan

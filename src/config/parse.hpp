@@ -1,0 +1,25 @@
+#pragma once
+// Tree -> spec for each file kind. Each reads every key it knows, reports every problem
+// into Diags and returns what it could read; the caller throws when Diags is not empty.
+
+#include "config/reader.hpp"
+#include "config/tree.hpp"
+#include "paraplan/spec.hpp"
+
+namespace paraplan::config {
+
+HardwareSpec read_hardware(const Node& root, Diags& diags);
+ModelSpec read_model(const Node& root, Diags& diags);
+/// Reads everything but `hardware:` / `model:` loading, which the loader does.
+Strategy read_strategy(const Node& root, Diags& diags);
+SearchSpace read_space(const Node& root, Diags& diags);
+
+/// Enum spellings shared by strategy and space files (docs/inputs.md).
+extern const EnumNames<Precision> kPrecisionNames;
+extern const EnumNames<Optimizer> kOptimizerNames;
+extern const EnumNames<Dispatch> kDispatchNames;
+extern const EnumNames<Routing> kRoutingNames;
+extern const EnumNames<Schedule> kScheduleNames;
+extern const EnumNames<Objective> kObjectiveNames;
+
+}  // namespace paraplan::config

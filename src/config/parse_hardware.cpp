@@ -1,0 +1,277 @@
+#include <set>
+#include <string>
+
+#include "config/parse.hpp"
+#include "config/reader.hpp"
+
+namespace paraplan::config {
+namespace {
+
+using units::Quantity;
+
+const EnumNames<Topology> kTopologyNames{{"switch", Topology::Switch},
+                                         {"full_mesh", Topology::FullMesh},
+                                         {"ring", Topology::Ring},
+                                         {"pairs", Topology::Pairs}};
+const EnumNames<Engine> kEngineNames{{"dma", Engine::Dma}, {"compute", Engine::Compute}};
+const EnumNames<LinkPairing> kPairingNames{{"node_pairs", LinkPairing::NodePairs},
+                                           {"vnode_pairs", LinkPairing::VnodePairs}};
+const EnumNames<Dtype> kDtypeNames{{"bf16", Dtype::Bf16},
+                                   {"fp16", Dtype::Fp16},
+                                   {"fp8", Dtype::Fp8},
+                                   {"fp32", Dtype::Fp32},
+                                   {"tf32", Dtype::Tf32}};
+const EnumNames<GemmKind> kGemmNames{{"bf16", GemmKind::Bf16},
+                                     {"fp8", GemmKind::Fp8},
+                                     {"grouped_bf16", GemmKind::GroupedBf16},
+                                     {"grouped_fp8", GemmKind::GroupedFp8}};
+const EnumNames<Collective> kCollectiveNames{{"all_reduce", Collective::AllReduce},
+                                             {"all_gather", Collective::AllGather},
+                                             {"reduce_scatter", Collective::ReduceScatter},
+                                             {"all_to_all", Collective::AllToAll},
+                                             {"send_recv", Collective::SendRecv},
+                                             {"broadcast", Collective::Broadcast}};
+
+// A list of fixed-length rows: [[a, b, ...], ...]. Calls `row` for every well-formed row.
+template <typename F>
+void read_rows(const Node* list, std::string_view what, std::size_t width, std::string_view shape,
+               Diags& diags, F row) {
+  if (list == nullptr) return;
+  if (!list->is_seq()) {
+    diags.error(list->loc, "`" + std::string(what) + "` must be a list of " + std::string(shape));
+    return;
+  }
+  for (const Node& item : list->items) {
+    if (!item.is_seq() || item.items.size() != width) {
+      diags.error(item.loc, "each entry of `" + std::string(what) + "` must be " +
+                                std::string(shape));
+      continue;
+    }
+    row(item);
+  }
+}
+
+GemmTable read_gemm_table(const Node& node, const std::string& path, Diags& diags) {
+  GemmTable t;
+  MapReader r(&node, diags, path);
+  if (auto d = r.fraction("default")) t.default_efficiency = *d;
+  ScalarReader s(diags);
+  read_rows(r.get("points"), r.dotted("points"), 4, "[m, n, k, efficiency]", diags,
+            [&](const Node& row) {
+              auto m = s.integer(row.items[0], r.dotted("points") + " m", 1, 1LL << 40);
+              auto n = s.integer(row.items[1], r.dotted("points") + " n", 1, 1LL << 40);
+              auto k = s.integer(row.items[2], r.dotted("points") + " k", 1, 1LL << 40);
+              auto e = s.fraction(row.items[3], r.dotted("points") + " efficiency");
+              if (m && n && k && e) {
+                t.points.push_back(GemmPoint{static_cast<double>(*m), static_cast<double>(*n),
+                                             static_cast<double>(*k), *e});
+              }
+            });
+  r.finish();
+  return t;
+}
+
+DeviceSpec read_device(MapReader& root, Diags& diags) {
+  DeviceSpec d;
+  const Node* node = root.get("device", Need::Required);
+  MapReader r(node, diags, "device", root.loc());
+  if (node == nullptr) return d;
+  if (auto v = r.text("name")) d.name = *v;
+  if (auto v = r.count("dies", Need::Optional, 1, 64)) d.dies = *v;
+  if (auto v = r.quantity("memory", Quantity::Size, Need::Required)) d.memory_bytes = *v;
+  if (auto v = r.quantity("memory_bandwidth", Quantity::Rate, Need::Required)) {
+    d.memory_bw_bytes_per_s = *v;
+  }
+  {
+    const Node* peaks = r.get("peak_flops", Need::Required);
+    MapReader p(peaks, diags, "device.peak_flops", r.loc());
+    for (const auto& [spelling, dtype] : kDtypeNames) {
+      Need need = (dtype == Dtype::Bf16 && peaks != nullptr) ? Need::Required : Need::Optional;
+      if (auto v = p.quantity(spelling, Quantity::Compute, need)) {
+        d.peak_flop_per_s[static_cast<int>(dtype)] = *v;
+      }
+    }
+    p.finish();
+  }
+  if (const Node* tables = r.get("gemm_efficiency")) {
+    MapReader g(tables, diags, "device.gemm_efficiency");
+    for (const auto& [spelling, kind] : kGemmNames) {
+      if (const Node* t = g.get(spelling)) {
+        d.gemm[static_cast<int>(kind)] = read_gemm_table(*t, g.dotted(spelling), diags);
+      }
+    }
+    g.finish();
+  }
+  if (auto v = r.fraction("memory_bound_efficiency", Need::Required)) d.memory_bound_efficiency = *v;
+  if (auto v = r.quantity("kernel_overhead", Quantity::Time, Need::Required, true)) {
+    d.kernel_overhead_s = *v;
+  }
+  if (auto v = r.quantity("memory_reserve", Quantity::Size, Need::Optional, true)) {
+    d.memory_reserve_bytes = *v;
+  }
+  if (d.memory_bytes > 0 && d.memory_reserve_bytes >= d.memory_bytes) {
+    diags.error(r.get("memory_reserve")->loc,
+                "`device.memory_reserve` leaves no memory: it must be below `device.memory` (" +
+                    units::format_size(d.memory_bytes) + ")");
+  }
+  r.finish();
+  return d;
+}
+
+CollectiveOverride read_override(const Node& node, const std::string& path, Diags& diags) {
+  CollectiveOverride o;
+  MapReader r(&node, diags, path);
+  if (auto v = r.quantity("bandwidth", Quantity::Rate, Need::Required)) o.bus_bw_bytes_per_s = *v;
+  if (auto v = r.enumeration("engine", kEngineNames)) o.engine = *v;
+  if (auto v = r.fraction("compute_share")) {
+    o.compute_share = *v;
+    if (o.engine != Engine::Compute) {
+      diags.error(r.get("compute_share")->loc,
+                  "`" + r.dotted("compute_share") + "` only applies with `engine: compute`");
+    }
+  }
+  r.finish();
+  return o;
+}
+
+TierSpec read_tier(const Node& node, const std::string& path, Diags& diags) {
+  TierSpec t;
+  MapReader r(&node, diags, path);
+  if (auto v = r.text("name", Need::Required)) t.name = *v;
+  if (auto v = r.count("size", Need::Required, 1, 1 << 20)) t.size = *v;
+  r.known("devices");  // checked against the sizes by the caller
+  if (auto v = r.enumeration("topology", kTopologyNames)) t.topology = *v;
+  if (auto v = r.quantity("bandwidth", Quantity::Rate, Need::Required)) t.bw_bytes_per_s = *v;
+  if (auto v = r.quantity("latency", Quantity::Time, Need::Required, true)) t.latency_s = *v;
+  if (auto v = r.enumeration("engine", kEngineNames)) t.engine = *v;
+  if (auto v = r.number("service_cv", 0.0, 100.0)) t.service_cv = *v;
+  ScalarReader s(diags);
+  const std::string se = r.dotted("size_efficiency");
+  read_rows(r.get("size_efficiency"), se, 2, "[size, fraction]", diags, [&](const Node& row) {
+    auto bytes = s.quantity(row.items[0], se + " size", Quantity::Size, false);
+    auto eff = s.fraction(row.items[1], se + " fraction");
+    if (!bytes || !eff) return;
+    if (!t.size_efficiency.empty() && *bytes <= t.size_efficiency.back().bytes) {
+      diags.error(row.items[0].loc, "`" + se + "` sizes must increase from row to row");
+      return;
+    }
+    t.size_efficiency.push_back(SizePoint{*bytes, *eff});
+  });
+  if (const Node* coll = r.get("collectives")) {
+    MapReader c(coll, diags, r.dotted("collectives"));
+    for (const auto& [spelling, op] : kCollectiveNames) {
+      if (const Node* o = c.get(spelling)) {
+        t.collectives[static_cast<int>(op)] = read_override(*o, c.dotted(spelling), diags);
+      }
+    }
+    c.finish();
+  }
+  r.finish();
+  return t;
+}
+
+void read_network(MapReader& root, HardwareSpec& hw, Diags& diags) {
+  const Node* net = root.get("network", Need::Required);
+  MapReader r(net, diags, "network", root.loc());
+  const Node* tiers = r.get("tiers", net != nullptr ? Need::Required : Need::Optional);
+  if (tiers != nullptr && !tiers->is_seq()) {
+    diags.error(tiers->loc, "`network.tiers` must be a list of tiers, innermost first");
+    tiers = nullptr;
+  }
+  std::set<std::string> names;
+  long long product = 1;  // units of the innermost tier's ranks under the current tier
+  const int dies = hw.device.dies;
+  if (tiers != nullptr) {
+    for (std::size_t i = 0; i < tiers->items.size(); ++i) {
+      const Node& tn = tiers->items[i];
+      std::string path = "network.tiers[" + std::to_string(i) + "]";
+      TierSpec t = read_tier(tn, path, diags);
+      if (!t.name.empty() && !names.insert(t.name).second) {
+        diags.error(tn.loc, "tier name `" + t.name + "` is used twice");
+      }
+      const bool is_die = (t.name == "die");
+      if (is_die && i != 0) diags.error(tn.loc, "the `die` tier must come first (innermost)");
+      if (is_die && dies == 1) {
+        diags.error(tn.loc, "a `die` tier needs `device.dies` > 1 (the device has 1 die)");
+      }
+      if (is_die && dies > 1 && t.size != dies) {
+        const Node* size = tn.find("size");
+        diags.error(size != nullptr ? size->loc : tn.loc, "tier `die` has size " + std::to_string(t.size) +
+                                " but `device.dies` is " + std::to_string(dies));
+      }
+      product = std::min<long long>(product * t.size, 1LL << 40);
+      if (tn.is_map()) {
+        if (const Node* dn = tn.find("devices")) {
+          ScalarReader s(diags);
+          auto devices = s.integer(*dn, path + ".devices", 1, 1 << 30);
+          // Sizes count dies below the die tier's top: divide by the die tier's size (not by
+          // device.dies, so that a wrong die size is reported once, above, not per tier).
+          long long per_device = is_die ? t.size
+                                 : (!hw.tiers.empty() && hw.tiers.front().name == "die")
+                                     ? hw.tiers.front().size
+                                     : 1;
+          if (devices && product != *devices * per_device) {
+            std::string how = per_device > 1 ? " / " + std::to_string(per_device) + " dies" : "";
+            diags.error(dn->loc, "tier `" + t.name + "` says devices " +
+                                     std::to_string(*devices) + " but the tier sizes give " +
+                                     std::to_string(product / per_device) + " (product of sizes " +
+                                     std::to_string(product) + how + ")");
+          }
+        }
+      }
+      hw.tiers.push_back(std::move(t));
+    }
+    if (dies > 1 && (hw.tiers.empty() || hw.tiers.front().name != "die")) {
+      diags.error(tiers->loc, "the device has " + std::to_string(dies) +
+                                  " dies: the first tier must be `die` with size " +
+                                  std::to_string(dies));
+    }
+    std::size_t non_die = hw.tiers.size() - ((!hw.tiers.empty() && hw.tiers[0].name == "die") ? 1 : 0);
+    if (non_die < 2 && !tiers->items.empty()) {
+      diags.error(tiers->loc,
+                  "`network.tiers` needs a node tier and a cluster tier after it (the last tier's "
+                  "size is the largest node count; a single node writes `size: 1`)");
+    }
+    if (tiers->items.empty()) diags.error(tiers->loc, "`network.tiers` is empty");
+  }
+  if (const Node* links = r.get("extra_links")) {
+    if (!links->is_seq()) {
+      diags.error(links->loc, "`network.extra_links` must be a list");
+    } else {
+      for (std::size_t i = 0; i < links->items.size(); ++i) {
+        MapReader l(&links->items[i], diags, "network.extra_links[" + std::to_string(i) + "]");
+        ExtraLinkSpec e;
+        if (auto v = l.text("name", Need::Required)) e.name = *v;
+        if (auto v = l.enumeration("between", kPairingNames, Need::Required)) e.between = *v;
+        if (auto v = l.quantity("bandwidth", Quantity::Rate, Need::Required)) e.bw_bytes_per_s = *v;
+        if (auto v = l.quantity("latency", Quantity::Time, Need::Required, true)) e.latency_s = *v;
+        l.finish();
+        hw.extra_links.push_back(std::move(e));
+      }
+    }
+  }
+  r.finish();
+}
+
+}  // namespace
+
+HardwareSpec read_hardware(const Node& root, Diags& diags) {
+  HardwareSpec hw;
+  MapReader r(&root, diags, "");
+  if (r.node() == nullptr) return hw;
+  if (auto v = r.text("name", Need::Required)) hw.name = *v;
+  if (auto v = r.text("description")) hw.description = *v;
+  hw.sources = r.text_list("sources");
+  hw.device = read_device(r, diags);
+  read_network(r, hw, diags);
+  if (const Node* host = r.get("host")) {
+    MapReader h(host, diags, "host");
+    if (auto v = h.quantity("memory", Quantity::Size)) hw.host.memory_bytes = *v;
+    if (auto v = h.quantity("offload_bandwidth", Quantity::Rate)) hw.host.offload_bw_bytes_per_s = *v;
+    h.finish();
+  }
+  r.finish();
+  return hw;
+}
+
+}  // namespace paraplan::config

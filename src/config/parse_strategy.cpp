@@ -1,0 +1,251 @@
+// Strategy and search-space files share their keys: a strategy gives one value per key,
+// a space a value, a list of values or `auto`. Both are read into a SearchSpace here; a
+// strategy is the space's single point.
+
+#include <string>
+
+#include "config/parse.hpp"
+#include "config/reader.hpp"
+
+namespace paraplan::config {
+
+const EnumNames<Precision> kPrecisionNames{{"bf16", Precision::Bf16}, {"fp8", Precision::Fp8}};
+const EnumNames<Optimizer> kOptimizerNames{{"adam", Optimizer::Adam},
+                                           {"adam8bit", Optimizer::Adam8bit}};
+const EnumNames<Dispatch> kDispatchNames{{"allgather", Dispatch::AllGather},
+                                         {"alltoall", Dispatch::AllToAll},
+                                         {"deepep", Dispatch::DeepEp},
+                                         {"sendrecv_allgather", Dispatch::SendRecvAllGather},
+                                         {"sendrecv_deepep", Dispatch::SendRecvDeepEp}};
+const EnumNames<Routing> kRoutingNames{{"uniform", Routing::Uniform},
+                                       {"node_limited", Routing::NodeLimited}};
+const EnumNames<Schedule> kScheduleNames{{"1f1b", Schedule::OneFOneB},
+                                         {"interleaved", Schedule::Interleaved},
+                                         {"zero_bubble", Schedule::ZeroBubble},
+                                         {"dualpipe", Schedule::DualPipe},
+                                         {"dualpipev", Schedule::DualPipeV}};
+const EnumNames<Objective> kObjectiveNames{{"tgs", Objective::Tgs},
+                                           {"step_time", Objective::StepTime},
+                                           {"mfu", Objective::Mfu},
+                                           {"memory", Objective::Memory}};
+
+namespace {
+
+const EnumNames<RecomputeMode> kRecomputeModeNames{{"none", RecomputeMode::None},
+                                                   {"selective", RecomputeMode::Selective},
+                                                   {"full", RecomputeMode::Full}};
+const EnumNames<RecomputeModule> kModuleNames{{"core_attn", RecomputeModule::CoreAttn},
+                                              {"layernorm", RecomputeModule::LayerNorm},
+                                              {"mla_up_proj", RecomputeModule::MlaUpProj},
+                                              {"mlp", RecomputeModule::Mlp},
+                                              {"moe", RecomputeModule::Moe},
+                                              {"moe_act", RecomputeModule::MoeAct},
+                                              {"shared_experts", RecomputeModule::SharedExperts}};
+
+/// Reads values that may be lists or `auto` in a space and must be single in a strategy.
+class ChoiceReader {
+ public:
+  ChoiceReader(bool space, Diags& diags) : space_(space), diags_(diags) {}
+
+  template <typename T, typename One>
+  void read(MapReader& r, std::string_view key, Choice<T>& out, One one,
+            Need need = Need::Optional) {
+    const Node* n = r.get(key, need);
+    if (n == nullptr) return;
+    const std::string what = r.dotted(key);
+    if (n->is_scalar() && n->scalar == "auto") {
+      if (space_) {
+        out.auto_values = true;
+        out.values.clear();
+      } else {
+        single_only(*n, what);
+      }
+      return;
+    }
+    if (n->is_seq()) {
+      if (!space_) {
+        single_only(*n, what);
+        return;
+      }
+      if (n->items.empty()) diags_.error(n->loc, "`" + what + "` is an empty list");
+      out.values.clear();
+      for (const Node& item : n->items) {
+        if (auto v = one(item, what)) out.values.push_back(*v);
+      }
+      return;
+    }
+    if (auto v = one(*n, what)) out.values = {*v};
+  }
+
+  bool space() const { return space_; }
+
+ private:
+  void single_only(const Node& n, const std::string& what) {
+    diags_.error(n.loc, "`" + what +
+                            "` takes one value in a strategy; lists and `auto` belong in a "
+                            "search space (`*.space.yaml`)");
+  }
+  bool space_;
+  Diags& diags_;
+};
+
+template <typename T>
+T first_or(const Choice<T>& c, T fallback) {
+  return c.values.empty() ? fallback : c.values.front();
+}
+
+SearchSpace read_common(const Node& root, Diags& diags, bool space) {
+  SearchSpace sp;
+  MapReader r(&root, diags, "");
+  if (r.node() == nullptr) return sp;
+  ChoiceReader choice(space, diags);
+  ScalarReader s(diags);
+  auto count = [&](int lo, int hi) {
+    return [&s, lo, hi](const Node& n, const std::string& what) -> std::optional<int> {
+      auto v = s.integer(n, what, lo, hi);
+      return v ? std::optional<int>(static_cast<int>(*v)) : std::nullopt;
+    };
+  };
+  auto boolean = [&s](const Node& n, const std::string& what) { return s.boolean(n, what); };
+  auto enumeration = [&s](const auto& names) {
+    return [&s, &names](const Node& n, const std::string& what) {
+      return s.enumeration(n, what, names);
+    };
+  };
+
+  if (auto v = r.text("name")) sp.name = *v;
+  if (auto v = r.text("description")) sp.description = *v;
+  if (auto v = r.text("hardware", Need::Required)) sp.hardware = *v;
+  if (auto v = r.text("model", Need::Required)) sp.model = *v;
+  choice.read(r, "nodes", sp.nodes, count(1, 1 << 20), Need::Required);
+
+  // Parallel degrees: absent means 1 in a strategy and `auto` in a space.
+  {
+    const Node* node = r.get("parallel", space ? Need::Optional : Need::Required);
+    MapReader p(node, diags, "parallel", r.loc());
+    for (auto [key, field] : {std::pair{"tp", &sp.tp}, std::pair{"pp", &sp.pp},
+                              std::pair{"dp", &sp.dp}, std::pair{"ep", &sp.ep},
+                              std::pair{"etp", &sp.etp}, std::pair{"vpp", &sp.vpp},
+                              std::pair{"cp", &sp.cp}}) {
+      choice.read(p, key, *field, count(1, 1 << 20));
+      if (field->values.empty() && !field->auto_values) {
+        if (space) {
+          field->auto_values = true;
+        } else {
+          field->values = {1};
+        }
+      }
+    }
+    choice.read(p, "sp", sp.sp, boolean);
+    p.finish();
+  }
+  choice.read(r, "ep_over_dies", sp.ep_over_dies, boolean);
+
+  {
+    const Node* node = r.get("training", Need::Required);
+    MapReader t(node, diags, "training", r.loc());
+    choice.read(t, "micro_batch", sp.micro_batch, count(1, 1 << 20), Need::Required);
+    choice.read(t, "global_batch", sp.global_batch, count(1, 1 << 28), Need::Required);
+    if (auto v = t.count("seq_len", Need::Optional, 1, 1 << 28)) sp.seq_len = *v;
+    choice.read(t, "precision", sp.precision, enumeration(kPrecisionNames));
+    // recompute: a mode, or a list of modules; in a space, a list of those.
+    if (const Node* n = t.get("recompute")) {
+      auto one = [&](const Node& v, const std::string& what) -> std::optional<Recompute> {
+        Recompute rc;
+        if (v.is_seq()) {
+          rc.mode = RecomputeMode::Modules;
+          if (v.items.empty()) diags.error(v.loc, "`" + what + "` lists no module; write `none`");
+          for (const Node& m : v.items) {
+            if (auto mod = s.enumeration(m, what, kModuleNames)) {
+              rc.modules[static_cast<int>(*mod)] = true;
+            }
+          }
+          return rc;
+        }
+        auto mode = s.enumeration(v, what, kRecomputeModeNames);
+        if (!mode) return std::nullopt;
+        rc.mode = *mode;
+        return rc;
+      };
+      const std::string what = t.dotted("recompute");
+      if (space && n->is_seq()) {
+        // A list of choices; a choice that is itself a list is a module list.
+        for (const Node& item : n->items) {
+          if (auto v = one(item, what)) sp.recompute.values.push_back(*v);
+        }
+      } else if (space && n->is_scalar() && n->scalar == "auto") {
+        sp.recompute.auto_values = true;
+      } else if (auto v = one(*n, what)) {
+        sp.recompute.values = {*v};
+      }
+    }
+    choice.read(t, "zero", sp.zero, count(0, 3));
+    choice.read(t, "optimizer", sp.optimizer, enumeration(kOptimizerNames));
+    choice.read(t, "optimizer_offload", sp.optimizer_offload, boolean);
+    choice.read(t, "activation_offload", sp.activation_offload, boolean);
+    t.finish();
+  }
+  if (const Node* node = r.get("moe")) {
+    MapReader m(node, diags, "moe");
+    choice.read(m, "dispatch", sp.dispatch, enumeration(kDispatchNames));
+    choice.read(m, "routing", sp.routing, enumeration(kRoutingNames));
+    if (auto v = m.number("imbalance", 1.0, 1e6)) sp.imbalance = *v;
+    m.finish();
+  }
+  choice.read(r, "schedule", sp.schedule, enumeration(kScheduleNames));
+  if (const Node* node = r.get("overlap")) {
+    MapReader o(node, diags, "overlap");
+    if (auto v = o.boolean("ep")) sp.overlap.ep = *v;
+    if (auto v = o.boolean("dp")) sp.overlap.dp = *v;
+    if (auto v = o.boolean("tp")) sp.overlap.tp = *v;
+    if (auto v = o.boolean("pp")) sp.overlap.pp = *v;
+    o.finish();
+  }
+  if (space) {
+    if (auto v = r.enumeration("objective", kObjectiveNames)) sp.objective = *v;
+    if (auto v = r.count("top", Need::Optional, 1, 1 << 20)) sp.top = *v;
+    if (auto v = r.fraction("memory_headroom")) sp.memory_headroom = *v;
+  }
+  r.finish();
+  return sp;
+}
+
+}  // namespace
+
+Strategy read_strategy(const Node& root, Diags& diags) {
+  SearchSpace sp = read_common(root, diags, false);
+  Strategy s;
+  s.name = sp.name;
+  s.description = sp.description;
+  s.hardware = sp.hardware;
+  s.model = sp.model;
+  s.nodes = first_or(sp.nodes, 1);
+  s.parallel.tp = first_or(sp.tp, 1);
+  s.parallel.pp = first_or(sp.pp, 1);
+  s.parallel.dp = first_or(sp.dp, 1);
+  s.parallel.ep = first_or(sp.ep, 1);
+  s.parallel.etp = first_or(sp.etp, 1);
+  s.parallel.vpp = first_or(sp.vpp, 1);
+  s.parallel.cp = first_or(sp.cp, 1);
+  s.parallel.sp = first_or(sp.sp, false);
+  s.ep_over_dies = first_or(sp.ep_over_dies, false);
+  s.training.micro_batch = first_or(sp.micro_batch, 1);
+  s.training.global_batch = first_or(sp.global_batch, 1);
+  s.training.seq_len = sp.seq_len;
+  s.training.precision = first_or(sp.precision, Precision::Bf16);
+  s.training.recompute = first_or(sp.recompute, Recompute{});
+  s.training.zero = first_or(sp.zero, 1);
+  s.training.optimizer = first_or(sp.optimizer, Optimizer::Adam);
+  s.training.optimizer_offload = first_or(sp.optimizer_offload, false);
+  s.training.activation_offload = first_or(sp.activation_offload, false);
+  s.moe.dispatch = first_or(sp.dispatch, Dispatch::AllToAll);
+  s.moe.routing = first_or(sp.routing, Routing::Uniform);
+  s.moe.imbalance = sp.imbalance;
+  s.schedule = first_or(sp.schedule, Schedule::OneFOneB);
+  s.overlap = sp.overlap;
+  return s;
+}
+
+SearchSpace read_space(const Node& root, Diags& diags) { return read_common(root, diags, true); }
+
+}  // namespace paraplan::config

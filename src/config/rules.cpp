@@ -1,0 +1,108 @@
+// Validity rules of a strategy on its hardware and model (docs/inputs.md, "Rules").
+// Megatron-LM rank layout: TP innermost, then CP, EP within the DP x CP x TP ranks of a
+// stage, DP, and PP outermost.
+
+#include <string>
+
+#include "paraplan/spec.hpp"
+
+namespace paraplan {
+
+int HardwareSpec::devices_per_node() const {
+  if (tiers.size() < 2) return 0;
+  long long product = 1;
+  for (std::size_t i = 0; i + 1 < tiers.size(); ++i) product *= tiers[i].size;
+  if (tiers.front().name == "die" && device.dies > 1) product /= device.dies;
+  return static_cast<int>(product);
+}
+
+std::vector<RuleViolation> check_rules(const Strategy& s, const HardwareSpec& hw,
+                                       const ModelSpec& m) {
+  std::vector<RuleViolation> out;
+  auto fail = [&](std::string rule, std::string key, std::string message) {
+    out.push_back(RuleViolation{std::move(rule), std::move(message), std::move(key)});
+  };
+  auto str = [](long long v) { return std::to_string(v); };
+  const Parallel& p = s.parallel;
+  const int dpn = hw.devices_per_node();
+  const long long world = static_cast<long long>(p.tp) * p.cp * p.dp * p.pp;
+  const long long devices = static_cast<long long>(s.nodes) * dpn;
+
+  if (s.nodes > hw.max_nodes()) {
+    fail("nodes_cluster", "nodes",
+         "nodes " + str(s.nodes) + " exceed the cluster's " + str(hw.max_nodes()) + " (" +
+             hw.name + ")");
+  }
+  if (world != devices) {
+    fail("world", "parallel",
+         "tp x cp x dp x pp = " + str(p.tp) + " x " + str(p.cp) + " x " + str(p.dp) + " x " +
+             str(p.pp) + " = " + str(world) + " devices, but " + str(s.nodes) + " nodes x " +
+             str(dpn) + " devices = " + str(devices));
+  }
+  const AttentionSpec& a = m.attention;
+  if (a.heads % p.tp != 0) {
+    fail("heads_tp", "parallel.tp",
+         "attention heads " + str(a.heads) + " are not divisible by tp " + str(p.tp));
+  }
+  if (a.kind == AttentionKind::Gqa && a.kv_heads % p.tp != 0 && p.tp % a.kv_heads != 0) {
+    fail("kv_heads_tp", "parallel.tp",
+         "kv heads " + str(a.kv_heads) + " and tp " + str(p.tp) +
+             " do not divide one another (each TP rank needs whole KV heads, or replicas)");
+  }
+  if (p.sp && p.tp == 1) fail("sp_tp", "parallel.sp", "sequence parallel needs tp > 1");
+  if (p.vpp > 1 && s.schedule != Schedule::Interleaved) {
+    fail("vpp_schedule", "parallel.vpp",
+         "vpp " + str(p.vpp) + " needs `schedule: interleaved`");
+  }
+  if (s.schedule == Schedule::Interleaved && p.pp == 1) {
+    fail("vpp_schedule", "schedule", "the interleaved schedule needs pp > 1");
+  }
+  if ((s.schedule == Schedule::DualPipe) && p.pp % 2 != 0) {
+    fail("dualpipe_pp", "parallel.pp", "DualPipe needs an even pp, got " + str(p.pp));
+  }
+  if (static_cast<long long>(p.pp) * p.vpp > m.layers) {
+    fail("layers_pp", "parallel.pp",
+         "pp x vpp = " + str(static_cast<long long>(p.pp) * p.vpp) +
+             " model chunks, but the model has only " + str(m.layers) + " layers");
+  }
+  const long long per_step = static_cast<long long>(p.dp) * s.training.micro_batch;
+  if (s.training.global_batch % per_step != 0) {
+    fail("batch_dp", "training.global_batch",
+         "global_batch " + str(s.training.global_batch) + " is not a multiple of dp x micro_batch = " +
+             str(p.dp) + " x " + str(s.training.micro_batch) + " = " + str(per_step));
+  }
+  const int seq = s.training.seq_len > 0 ? s.training.seq_len : m.seq_len;
+  if (p.cp > 1 && seq % (2 * p.cp) != 0) {
+    fail("seq_cp", "parallel.cp",
+         "seq_len " + str(seq) + " is not divisible by 2 x cp = " + str(2 * p.cp) +
+             " (causal load balancing splits each sequence into 2 cp chunks)");
+  }
+  if (s.ep_over_dies && hw.device.dies == 1) {
+    fail("ep_over_dies", "ep_over_dies",
+         "`ep_over_dies` needs a multi-die device; " + hw.device.name + " has 1 die");
+  }
+  if (!m.moe) {
+    if (p.ep > 1 || p.etp > 1) {
+      fail("moe_fields", "parallel.ep",
+           "ep and etp apply to MoE models; " + m.name + " is dense");
+    }
+  } else {
+    const MoeSpec& moe = *m.moe;
+    if (moe.routed_experts % p.ep != 0) {
+      fail("experts_ep", "parallel.ep",
+           "routed experts " + str(moe.routed_experts) + " are not divisible by ep " + str(p.ep));
+    }
+    const long long ranks = static_cast<long long>(p.tp) * p.cp * p.dp *
+                            (s.ep_over_dies ? hw.device.dies : 1);
+    const long long ep_etp = static_cast<long long>(p.ep) * p.etp;
+    if (ranks % ep_etp != 0) {
+      fail("ep_world", "parallel.ep",
+           "ep x etp = " + str(ep_etp) + " does not divide the " + str(ranks) +
+               " expert ranks of a stage (tp x cp x dp" +
+               (s.ep_over_dies ? " x " + str(hw.device.dies) + " dies" : std::string()) + ")");
+    }
+  }
+  return out;
+}
+
+}  // namespace paraplan

@@ -1,0 +1,211 @@
+#include "config/tree.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <string>
+#include <tuple>
+
+namespace paraplan::config {
+
+const Node* Node::find(std::string_view key) const {
+  if (type != Type::Map) return nullptr;
+  for (const auto& [k, v] : entries) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
+
+Node* Node::find(std::string_view key) {
+  return const_cast<Node*>(static_cast<const Node&>(*this).find(key));
+}
+
+void Node::erase(std::string_view key) {
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].first == key) {
+      entries.erase(entries.begin() + static_cast<std::ptrdiff_t>(i));
+      key_locs.erase(key_locs.begin() + static_cast<std::ptrdiff_t>(i));
+      return;
+    }
+  }
+}
+
+void Diags::error(const Loc& at, std::string message) {
+  list_.push_back(Diagnostic{at.source ? at.source->display : std::string("<input>"), at.line,
+                             at.col, std::move(message)});
+}
+
+void Diags::error(const std::shared_ptr<const Source>& file, std::string message) {
+  list_.push_back(Diagnostic{file ? file->display : std::string("<input>"), 0, 0,
+                             std::move(message)});
+}
+
+void Diags::throw_if_any() {
+  if (list_.empty()) return;
+  std::stable_sort(list_.begin(), list_.end(), [](const Diagnostic& a, const Diagnostic& b) {
+    return std::tie(a.file, a.line, a.col) < std::tie(b.file, b.line, b.col);
+  });
+  // The same message at the same place twice (a node reached through two paths) once.
+  list_.erase(std::unique(list_.begin(), list_.end(),
+                          [](const Diagnostic& a, const Diagnostic& b) {
+                            return a.str() == b.str();
+                          }),
+              list_.end());
+  std::vector<Diagnostic> out;
+  out.swap(list_);
+  throw ConfigError(std::move(out));
+}
+
+namespace {
+
+constexpr int kMaxDepth = 64;
+constexpr long kMaxNodes = 200000;
+
+struct Converter {
+  const std::shared_ptr<const Source>& source;
+  Diags& diags;
+  long nodes = 0;
+  bool budget_reported = false;
+  bool depth_reported = false;
+
+  Loc loc_of(const YAML::Mark& m) const {
+    // yaml-cpp marks are 0-based; a null mark has -1.
+    return Loc{source, m.line >= 0 ? m.line + 1 : 0, m.column >= 0 ? m.column + 1 : 0};
+  }
+
+  Node convert(const YAML::Node& in, int depth) {
+    Node out;
+    out.loc = loc_of(in.Mark());
+    if (++nodes > kMaxNodes) {
+      if (!budget_reported) {
+        diags.error(out.loc, "document too large: more than " + std::to_string(kMaxNodes) +
+                                 " nodes (an alias bomb?)");
+        budget_reported = true;
+      }
+      return out;
+    }
+    if (depth > kMaxDepth) {
+      if (!depth_reported) {
+        diags.error(out.loc,
+                    "nesting deeper than " + std::to_string(kMaxDepth) + " levels is not supported");
+        depth_reported = true;
+      }
+      return out;
+    }
+    switch (in.Type()) {
+      case YAML::NodeType::Undefined:
+      case YAML::NodeType::Null:
+        out.type = Node::Type::Null;
+        break;
+      case YAML::NodeType::Scalar:
+        out.type = Node::Type::Scalar;
+        out.scalar = in.Scalar();
+        break;
+      case YAML::NodeType::Sequence:
+        out.type = Node::Type::Seq;
+        for (const YAML::Node& item : in) {
+          out.items.push_back(convert(item, depth + 1));
+          if (budget_reported) break;
+        }
+        break;
+      case YAML::NodeType::Map:
+        out.type = Node::Type::Map;
+        for (const auto& kv : in) {
+          Loc kloc = loc_of(kv.first.Mark());
+          if (!kv.first.IsScalar()) {
+            diags.error(kloc, "a key must be a plain word, not a list or a map");
+            continue;
+          }
+          std::string key = kv.first.Scalar();
+          bool dup = false;
+          for (std::size_t i = 0; i < out.entries.size(); ++i) {
+            if (out.entries[i].first == key) {
+              diags.error(kloc, "duplicate key `" + key + "` (first at line " +
+                                    std::to_string(out.key_locs[i].line) + ")");
+              dup = true;
+            }
+          }
+          Node value = convert(kv.second, depth + 1);
+          if (value.loc.line == 0) value.loc = kloc;  // empty values have no mark
+          if (!dup) {
+            out.entries.emplace_back(std::move(key), std::move(value));
+            out.key_locs.push_back(kloc);
+          }
+          if (budget_reported) break;
+        }
+        break;
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+Node parse_yaml(std::string_view text, const std::shared_ptr<const Source>& source,
+                Diags& diags) {
+  Node root;
+  root.loc = Loc{source, 1, 1};
+  if (text.find('\0') != std::string_view::npos) {
+    auto pos = text.find('\0');
+    int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(pos), '\n'));
+    diags.error(Loc{source, line, 1}, "file contains a NUL byte; is it a YAML text file?");
+    return root;
+  }
+  try {
+    YAML::Node doc = YAML::Load(std::string(text));
+    Converter conv{source, diags};
+    root = conv.convert(doc, 0);
+    if (root.loc.line == 0) root.loc = Loc{source, 1, 1};
+  } catch (const YAML::Exception& e) {
+    Loc at{source, e.mark.line >= 0 ? e.mark.line + 1 : 0, e.mark.column >= 0 ? e.mark.column + 1 : 0};
+    std::string msg = e.msg.empty() ? std::string("invalid YAML") : e.msg;
+    diags.error(at, "YAML syntax: " + msg);
+  } catch (const std::exception& e) {
+    diags.error(Loc{source, 1, 1}, std::string("cannot read YAML: ") + e.what());
+  }
+  return root;
+}
+
+namespace {
+
+bool all_named_maps(const Node& seq) {
+  if (!seq.is_seq() || seq.items.empty()) return false;
+  return std::all_of(seq.items.begin(), seq.items.end(), [](const Node& n) {
+    const Node* name = n.find("name");
+    return name != nullptr && name->is_scalar();
+  });
+}
+
+}  // namespace
+
+void merge_into(Node& base, Node over) {
+  if (base.is_map() && over.is_map()) {
+    for (std::size_t i = 0; i < over.entries.size(); ++i) {
+      auto& [key, value] = over.entries[i];
+      if (Node* existing = base.find(key)) {
+        merge_into(*existing, std::move(value));
+      } else {
+        base.entries.emplace_back(key, std::move(value));
+        base.key_locs.push_back(over.key_locs[i]);
+      }
+    }
+    return;
+  }
+  if (all_named_maps(base) && all_named_maps(over)) {
+    for (Node& item : over.items) {
+      const std::string& name = item.find("name")->scalar;
+      auto it = std::find_if(base.items.begin(), base.items.end(), [&](const Node& b) {
+        return b.find("name")->scalar == name;
+      });
+      if (it != base.items.end()) {
+        merge_into(*it, std::move(item));
+      } else {
+        base.items.push_back(std::move(item));
+      }
+    }
+    return;
+  }
+  base = std::move(over);
+}
+
+}  // namespace paraplan::config

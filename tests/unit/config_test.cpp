@@ -1,0 +1,318 @@
+// Loading specs: preset values against their sources, `extends:` and merging, references
+// relative to the including file, strategy rules, search spaces.
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <string>
+
+#include "paraplan/config.hpp"
+#include "paraplan/errors.hpp"
+#include "paraplan/spec.hpp"
+
+namespace fs = std::filesystem;
+using namespace paraplan;
+
+namespace {
+
+constexpr double kGiB = 1073741824.0;
+
+std::string good(const std::string& rel) {
+  return (fs::path(PARAPLAN_TEST_DATA) / "good" / rel).string();
+}
+
+bool has_rule(const std::vector<RuleViolation>& v, const std::string& rule) {
+  return std::any_of(v.begin(), v.end(), [&](const RuleViolation& r) { return r.rule == rule; });
+}
+
+std::vector<std::string> rules_of(const std::vector<RuleViolation>& v) {
+  std::vector<std::string> out;
+  for (const auto& r : v) out.push_back(r.rule);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Row 1 of the seeds' strategy table (SEED_DIGEST.md sec. 3.1): 16 nodes TP1 EP16 DP8 PP16 mb2.
+Strategy row1() {
+  Strategy s;
+  s.nodes = 16;
+  s.parallel = Parallel{.tp = 1, .pp = 16, .dp = 8, .ep = 16, .etp = 1, .vpp = 1, .cp = 1};
+  s.ep_over_dies = true;
+  s.training.micro_batch = 2;
+  s.training.global_batch = 960;
+  return s;
+}
+
+// BR166 built in code, no YAML: die 2 -> vnode 4 -> node 2 -> cluster 64.
+HardwareSpec br166_in_code() {
+  HardwareSpec hw;
+  hw.name = "br166-code";
+  hw.device.name = "BR166";
+  hw.device.dies = 2;
+  hw.tiers = {TierSpec{.name = "die", .size = 2}, TierSpec{.name = "vnode", .size = 4},
+              TierSpec{.name = "node", .size = 2}, TierSpec{.name = "cluster", .size = 64}};
+  return hw;
+}
+
+}  // namespace
+
+TEST_SUITE("config.presets") {
+  TEST_CASE("every built-in preset loads; every built-in strategy obeys the rules") {
+    REQUIRE(presets().size() == 18);  // 5 hardware, 5 models, 7 strategies, 1 space
+    for (const Preset& p : presets()) {
+      CAPTURE(p.name);
+      CHECK_FALSE(p.description.empty());
+      CHECK_NOTHROW((void)check_file(p.name));
+      CHECK(detect_kind(p.name) == p.kind);
+    }
+  }
+
+  TEST_CASE("br166-ubbv2 carries the seed's numbers (SEED_DIGEST.md sec. 1)") {
+    HardwareSpec hw = load_hardware("br166-ubbv2");
+    CHECK(hw.device.dies == 2);                                  // sec. 1.1
+    CHECK(hw.device.memory_bytes == 64 * kGiB);                  // public BR100, assumed
+    CHECK(hw.device.memory_bw_bytes_per_s == 1.2e12);            // 2 dies x 600 GB/s, sec. 1.1
+    CHECK(hw.device.peak(Dtype::Bf16) == 1024e12);               // public BR100
+    // 8 cards per node: die 2 x vnode 4 x node 2 = 16 dies = 8 cards (sec. 1.1, 1.5)
+    CHECK(hw.devices_per_node() == 8);
+    CHECK(hw.max_nodes() == 64);
+    REQUIRE(hw.tiers.size() == 4);
+    CHECK(hw.tiers[3].bw_bytes_per_s == 12e9);                   // RDMA send/recv, sec. 1.4
+    const auto& ag = hw.tiers[2].collective(Collective::AllGather);
+    REQUIRE(ag.has_value());
+    CHECK(ag->bus_bw_bytes_per_s == doctest::Approx(128.6e9));   // SPC fused allgather, sec. 1.3
+    CHECK(ag->engine == Engine::Compute);
+    CHECK(hw.tiers[2].collective(Collective::ReduceScatter)->engine == Engine::Dma);
+    // the send/recv size table, column A over its 1 GiB value 12.19 GB/s (sec. 1.4)
+    REQUIRE(hw.tiers[3].size_efficiency.size() == 6);
+    CHECK(hw.tiers[3].size_efficiency[0].bytes == 1048576.0);
+    CHECK(hw.tiers[3].size_efficiency[0].efficiency == doctest::Approx(0.18 / 12.19).epsilon(0.01));
+    // TCore utilization at m = 2048, n = 4096, k = 7168: 42% (sec. 1.6)
+    const auto& grouped = hw.device.table(GemmKind::GroupedBf16);
+    REQUIRE(grouped.has_value());
+    bool found = false;
+    for (const GemmPoint& p : grouped->points) {
+      if (p.m == 2048 && p.n == 4096 && p.k == 7168) {
+        CHECK(p.efficiency == 0.42);
+        found = true;
+      }
+    }
+    CHECK(found);
+  }
+
+  TEST_CASE("NVIDIA presets: one device per rank, 8 per node, NIC share per GPU") {
+    HardwareSpec h100 = load_hardware("h100-sxm-ib");
+    CHECK(h100.device.dies == 1);
+    CHECK(h100.devices_per_node() == 8);
+    CHECK(h100.device.peak(Dtype::Bf16) == 989e12);  // H100 SXM datasheet, dense BF16
+    CHECK(h100.tiers.back().bw_bytes_per_s == 50e9);  // one 400 Gb/s NDR NIC per GPU
+    HardwareSpec a100 = load_hardware("a100-sxm-ib");
+    CHECK(a100.device.peak(Dtype::Bf16) == 312e12);  // A100 datasheet
+    CHECK(a100.tiers.back().bw_bytes_per_s == 25e9);  // 200 Gb/s HDR per GPU
+    CHECK(a100.device.peak(Dtype::Fp8) == 0.0);       // no FP8 on Ampere
+  }
+
+  TEST_CASE("models: the dimensions of their configs") {
+    ModelSpec ds = load_model("deepseek-v3");
+    CHECK(ds.layers == 61);
+    CHECK(ds.attention.kind == AttentionKind::Mla);
+    CHECK(ds.attention.kv_lora_rank == 512);
+    REQUIRE(ds.moe.has_value());
+    CHECK(ds.moe->routed_experts == 256);
+    CHECK(ds.moe->top_k == 8);
+    CHECK(ds.moe->shared_expert_intermediate == 2048);  // defaults to expert_intermediate
+    ModelSpec llama = load_model("llama3-70b");
+    CHECK(llama.attention.kv_heads == 8);
+    CHECK(llama.attention.head_dim == 128);
+    ModelSpec gpt3 = load_model("gpt3-175b");
+    CHECK(gpt3.norm == NormKind::LayerNorm);
+    CHECK(gpt3.bias);
+    CHECK_FALSE(gpt3.moe.has_value());
+  }
+}
+
+TEST_SUITE("config.extends") {
+  TEST_CASE("br166-ubbv2-port10 extends br166-ubbv2 and adds only the Port-10 link") {
+    HardwareSpec base = load_hardware("br166-ubbv2");
+    HardwareSpec p10 = load_hardware("br166-ubbv2-port10");
+    CHECK(p10.name == "br166-ubbv2-port10");
+    CHECK(base.extra_links.empty());
+    REQUIRE(p10.extra_links.size() == 1);
+    CHECK(p10.extra_links[0].name == "port10");
+    CHECK(p10.extra_links[0].between == LinkPairing::NodePairs);
+    CHECK(p10.extra_links[0].bw_bytes_per_s == 25e9);  // SEED_DIGEST sec. 1.2, Port-10 pull
+    CHECK(p10.tiers.size() == base.tiers.size());
+    CHECK(p10.device.memory_bytes == base.device.memory_bytes);
+  }
+
+  TEST_CASE("tiers merge by name: overriding one field keeps the others") {
+    HardwareSpec base = load_hardware("br166-ubbv2");
+    HardwareSpec hw = load_hardware(good("custom-hw.yaml"));
+    CHECK(hw.name == "br166-2nic");
+    REQUIRE(hw.tiers.size() == 4);
+    CHECK(hw.tiers[3].name == "cluster");
+    CHECK(hw.tiers[3].bw_bytes_per_s == 24e9);
+    CHECK(hw.tiers[3].latency_s == base.tiers[3].latency_s);
+    CHECK(hw.tiers[3].size_efficiency.size() == base.tiers[3].size_efficiency.size());
+    CHECK(hw.tiers[2].bw_bytes_per_s == base.tiers[2].bw_bytes_per_s);
+  }
+
+  TEST_CASE("references resolve against the including file's folder, not the working directory") {
+    auto cwd = fs::current_path();
+    fs::current_path(fs::temp_directory_path());
+    Plan plan = load_plan(good("sub/strategy.yaml"));
+    fs::current_path(cwd);
+    CHECK(plan.hardware.name == "br166-2nic");
+    CHECK(plan.model.name == "deepseek-v3");
+    CHECK(plan.strategy.moe.dispatch == Dispatch::DeepEp);
+    CHECK(plan.strategy.name == "strategy");  // the file stem when `name:` is absent
+  }
+
+  TEST_CASE("a space extends another by relative path and overrides lists") {
+    SpacePlan sp = load_space(good("sub/space.yaml"));
+    CHECK(sp.space.nodes.values == std::vector<int>{32});
+    CHECK(sp.space.micro_batch.values == std::vector<int>{1, 2});
+    CHECK(sp.space.tp.auto_values);
+    CHECK(sp.space.dispatch.auto_values);
+    REQUIRE(sp.space.recompute.values.size() == 4);
+    CHECK(sp.space.recompute.values[3].mode == RecomputeMode::Modules);
+    CHECK(sp.space.recompute.values[3].has(RecomputeModule::MlaUpProj));
+    CHECK_FALSE(sp.space.recompute.values[3].has(RecomputeModule::CoreAttn));
+    CHECK(sp.space.objective == Objective::Tgs);
+  }
+}
+
+TEST_SUITE("config.diagnostics") {
+  TEST_CASE("all problems of a file are collected before throwing") {
+    const char* yaml =
+        "name: x\n"
+        "layers: 0\n"
+        "hidden: 64\n"
+        "vocab: -5\n"
+        "seq_len: 128\n"
+        "attention: {kind: mla, heads: 4}\n"
+        "ffn: {kind: relu, intermediate: 256}\n";
+    try {
+      (void)parse_model(yaml, "inline.yaml");
+      FAIL("expected a ConfigError");
+    } catch (const ConfigError& e) {
+      std::vector<std::string> got;
+      for (const auto& d : e.diagnostics()) got.push_back(d.str());
+      const std::vector<std::string> expected{
+          "inline.yaml:2:9: error: `layers` must be at least 1, got 0",
+          "inline.yaml:4:8: error: `vocab` must be at least 1, got -5",
+          "inline.yaml:6:12: error: missing required key `kv_lora_rank` in `attention`",
+          "inline.yaml:6:12: error: missing required key `qk_nope_head_dim` in `attention`",
+          "inline.yaml:6:12: error: missing required key `qk_rope_head_dim` in `attention`",
+          "inline.yaml:6:12: error: missing required key `v_head_dim` in `attention`",
+          "inline.yaml:7:13: error: unknown value `relu` for `ffn.kind`; did you mean `gelu`? (one of: "
+          "swiglu, gelu)",
+      };
+      CHECK(got == expected);
+      CHECK(e.file() == "inline.yaml");
+      CHECK(e.line() == 2);
+      CHECK(e.col() == 9);
+    }
+  }
+
+  TEST_CASE("a strategy takes single values; lists belong in a space") {
+    const char* yaml =
+        "hardware: h100-sxm-ib\nmodel: llama3-70b\nnodes: 8\n"
+        "parallel: {tp: [4, 8], pp: 2, dp: 4}\n"
+        "training: {micro_batch: 1, global_batch: auto}\n";
+    try {
+      (void)parse_plan(yaml, "s.yaml");
+      FAIL("expected a ConfigError");
+    } catch (const ConfigError& e) {
+      REQUIRE(e.diagnostics().size() == 2);
+      CHECK(e.diagnostics()[0].str() ==
+            "s.yaml:4:16: error: `parallel.tp` takes one value in a strategy; lists and `auto` "
+            "belong in a search space (`*.space.yaml`)");
+      CHECK(e.diagnostics()[1].line == 5);
+    }
+  }
+}
+
+TEST_SUITE("config.rules") {
+  TEST_CASE("the seeds' row 1 is valid on BR166 built in code") {
+    ModelSpec ds = load_model("deepseek-v3");
+    CHECK(check_rules(row1(), br166_in_code(), ds).empty());
+  }
+
+  TEST_CASE("each rule fires for its own condition") {
+    const HardwareSpec hw = br166_in_code();
+    const ModelSpec ds = load_model("deepseek-v3");
+    const ModelSpec llama = load_model("llama3-70b");
+
+    Strategy s = row1();
+    s.parallel.tp = 3;  // 128 heads % 3 != 0, and 3 x 8 x 16 = 384 != 128 devices
+    CHECK(rules_of(check_rules(s, hw, ds)) == std::vector<std::string>{"heads_tp", "world"});
+
+    s = row1();
+    s.parallel.ep = 24;  // 256 % 24 = 16; 8 x 2 dies = 16 expert ranks, 16 % 24 != 0
+    CHECK(rules_of(check_rules(s, hw, ds)) == std::vector<std::string>{"ep_world", "experts_ep"});
+
+    s = row1();
+    s.ep_over_dies = false;  // EP16 over 8 cards of a stage: 8 % 16 != 0
+    CHECK(rules_of(check_rules(s, hw, ds)) == std::vector<std::string>{"ep_world"});
+
+    s = row1();
+    s.training.global_batch = 961;  // 961 % (8 x 2) = 1
+    CHECK(rules_of(check_rules(s, hw, ds)) == std::vector<std::string>{"batch_dp"});
+
+    s = row1();
+    s.parallel.vpp = 2;  // vpp needs the interleaved schedule
+    CHECK(rules_of(check_rules(s, hw, ds)) == std::vector<std::string>{"vpp_schedule"});
+    s.schedule = Schedule::Interleaved;
+    CHECK(check_rules(s, hw, ds).empty());
+    s.parallel.vpp = 4;  // 16 x 4 = 64 chunks > 61 layers
+    CHECK(rules_of(check_rules(s, hw, ds)) == std::vector<std::string>{"layers_pp"});
+
+    s = row1();
+    s.nodes = 128;  // cluster tier has 64 nodes; 128 x 8 = 1024 != 128 devices
+    CHECK(rules_of(check_rules(s, hw, ds)) == std::vector<std::string>{"nodes_cluster", "world"});
+
+    s = row1();
+    s.parallel.cp = 3;
+    s.parallel.dp = 1;
+    s.parallel.pp = 16;
+    s.nodes = 6;  // 3 x 1 x 16 = 48 = 6 x 8; 4096 % 6 != 0; expert ranks 3 x 2 = 6 % 16
+    s.training.global_batch = 2;
+    CHECK(rules_of(check_rules(s, hw, ds)) == std::vector<std::string>{"ep_world", "seq_cp"});
+
+    s = row1();
+    s.schedule = Schedule::DualPipe;
+    s.parallel.pp = 16;
+    CHECK(check_rules(s, hw, ds).empty());
+
+    Strategy d;  // Llama 70B on 8 nodes: TP8 PP4 DP2 = 64 devices
+    d.nodes = 8;
+    d.parallel = Parallel{.tp = 8, .pp = 4, .dp = 2};
+    d.training.global_batch = 128;
+    CHECK(check_rules(d, hw, llama).empty());
+    d.parallel.ep = 2;  // a dense model has no experts
+    d.parallel.sp = true;
+    CHECK(rules_of(check_rules(d, hw, llama)) == std::vector<std::string>{"moe_fields"});
+    d.parallel.ep = 1;
+    d.parallel.tp = 16;  // 8 kv heads vs tp 16: 16 % 8 == 0, replicas are fine
+    d.parallel.dp = 1;
+    CHECK(check_rules(d, hw, llama).empty());
+    d.parallel.tp = 6;   // 64 % 6 != 0 and 8 vs 6 divide neither way
+    d.parallel.dp = 1;
+    d.nodes = 3;
+    CHECK(rules_of(check_rules(d, hw, llama)) == std::vector<std::string>{"heads_tp", "kv_heads_tp"});
+    d.parallel.tp = 1;
+    d.parallel.pp = 8;
+    d.parallel.dp = 3;
+    d.training.global_batch = 129;  // not a multiple of 3: 129 = 43 x 3 is; use 130
+    d.training.global_batch = 130;
+    d.parallel.sp = true;
+    CHECK(rules_of(check_rules(d, hw, llama)) == std::vector<std::string>{"batch_dp", "sp_tp"});
+
+    HardwareSpec h100 = load_hardware("h100-sxm-ib");
+    s = row1();  // die-level EP on a one-die GPU
+    CHECK(has_rule(check_rules(s, h100, ds), "ep_over_dies"));
+  }
+}
