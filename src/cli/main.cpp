@@ -91,10 +91,10 @@ int main(int argc, char** argv) {
       "  paraplan list\n"
       "  paraplan check hardware/br166-ubbv2.yaml my-strategy.yaml\n"
       "\nExit codes: 0 success, 1 internal error, 2 bad input or arguments, 3 no feasible strategy.\n"
-      "Input schemas: docs/inputs.md");
+      "Input schemas: docs/inputs.md\n");
 
   auto* list = app.add_subcommand("list", "List the built-in hardware, models and strategies");
-  list->footer("Example:\n  paraplan list");
+  list->footer("Example:\n  paraplan list\n");
 
   std::vector<std::string> check_files;
   bool check_all = false;
@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
       "Examples:\n"
       "  paraplan check strategies/br166-ep16-mb2.yaml\n"
       "  paraplan check br166-ubbv2 deepseek-v3\n"
-      "  paraplan check --all");
+      "  paraplan check --all\n");
 
   try {
     app.parse(argc, argv);

@@ -38,7 +38,9 @@ std::vector<std::string> rules_of(const std::vector<RuleViolation>& v) {
 Strategy row1() {
   Strategy s;
   s.nodes = 16;
-  s.parallel = Parallel{.tp = 1, .pp = 16, .dp = 8, .ep = 16, .etp = 1, .vpp = 1, .cp = 1};
+  s.parallel.pp = 16;
+  s.parallel.dp = 8;
+  s.parallel.ep = 16;
   s.ep_over_dies = true;
   s.training.micro_batch = 2;
   s.training.global_batch = 960;
@@ -51,8 +53,13 @@ HardwareSpec br166_in_code() {
   hw.name = "br166-code";
   hw.device.name = "BR166";
   hw.device.dies = 2;
-  hw.tiers = {TierSpec{.name = "die", .size = 2}, TierSpec{.name = "vnode", .size = 4},
-              TierSpec{.name = "node", .size = 2}, TierSpec{.name = "cluster", .size = 64}};
+  for (auto [name, size] : {std::pair{"die", 2}, std::pair{"vnode", 4}, std::pair{"node", 2},
+                            std::pair{"cluster", 64}}) {
+    TierSpec t;
+    t.name = name;
+    t.size = size;
+    hw.tiers.push_back(t);
+  }
   return hw;
 }
 
@@ -289,7 +296,9 @@ TEST_SUITE("config.rules") {
 
     Strategy d;  // Llama 70B on 8 nodes: TP8 PP4 DP2 = 64 devices
     d.nodes = 8;
-    d.parallel = Parallel{.tp = 8, .pp = 4, .dp = 2};
+    d.parallel.tp = 8;
+  d.parallel.pp = 4;
+  d.parallel.dp = 2;
     d.training.global_batch = 128;
     CHECK(check_rules(d, hw, llama).empty());
     d.parallel.ep = 2;  // a dense model has no experts

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# paraplan's one entry point for building: installs the missing Debian packages, configures,
+# builds, then runs what was asked.
+#   ./build.sh run    build, then run the main job on the built-in default
+#   ./build.sh test   build, then run every test (what CI runs)
+#   ./build.sh asan   build with AddressSanitizer + UndefinedBehaviorSanitizer and run the tests
+set -euo pipefail
+cd "$(dirname "$0")"
+
+what=${1:-run}
+case "$what" in run|test|asan) ;; *) echo "usage: ./build.sh run|test|asan" >&2; exit 2 ;; esac
+
+# Debian packages the build needs; only the missing ones are installed.
+packages=(cmake make g++ libeigen3-dev libcli11-dev libyaml-cpp-dev libboost-math-dev doctest-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  echo "build.sh: installing missing packages: ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+jobs=$(nproc 2>/dev/null || echo 2)
+if [ "$what" = asan ]; then
+  dir=build-asan
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARAPLAN_SANITIZE=ON >/dev/null
+else
+  dir=build
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release >/dev/null
+fi
+cmake --build "$dir" -j "$jobs"
+
+case "$what" in
+  run)
+    # The main job. Until `paraplan rank` exists it lists the presets and checks the default
+    # search space (DeepSeek-V3 on br166-ubbv2 at 16/32/64 nodes) and every preset.
+    "./$dir/paraplan" list
+    echo
+    "./$dir/paraplan" check --all
+    ;;
+  test|asan)
+    ctest --test-dir "$dir" --output-on-failure
+    ;;
+esac
