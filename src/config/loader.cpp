@@ -314,85 +314,76 @@ const std::vector<Preset>& presets() {
   return all;
 }
 
+namespace config {
+namespace {
+
+// Loads `ref` (following `extends:`), reads it with `read(root, source, diags)` and throws
+// every diagnostic of both steps.
+template <typename Read>
+auto load_and_read(const std::string& ref, FileKind kind, Read read) {
+  Diags diags;
+  std::shared_ptr<const Source> source;
+  Node root = load_root(ref, kind, {}, diags, &source);
+  diags.throw_if_any();
+  auto out = read(root, source, diags);
+  diags.throw_if_any();
+  return out;
+}
+
+// The same for YAML text, named `display_name`, relative references against `base_dir`.
+template <typename Read>
+auto parse_and_read(std::string_view yaml, const std::string& display_name,
+                    const std::string& base_dir, FileKind kind, Read read) {
+  Diags diags;
+  auto source = text_source(display_name, base_dir);
+  Node root = tree_from_text(yaml, source, kind, diags);
+  diags.throw_if_any();
+  auto out = read(root, source, diags);
+  diags.throw_if_any();
+  return out;
+}
+
+HardwareSpec read_hardware_at(const Node& root, const std::shared_ptr<const Source>&, Diags& d) {
+  return read_hardware(root, d);
+}
+ModelSpec read_model_at(const Node& root, const std::shared_ptr<const Source>&, Diags& d) {
+  return read_model(root, d);
+}
+
+}  // namespace
+}  // namespace config
+
 HardwareSpec load_hardware(const std::string& ref) {
-  config::Diags diags;
-  config::Node root = config::load_root(ref, FileKind::Hardware, {}, diags);
-  diags.throw_if_any();
-  HardwareSpec hw = config::read_hardware(root, diags);
-  diags.throw_if_any();
-  return hw;
+  return config::load_and_read(ref, FileKind::Hardware, config::read_hardware_at);
 }
-
 ModelSpec load_model(const std::string& ref) {
-  config::Diags diags;
-  config::Node root = config::load_root(ref, FileKind::Model, {}, diags);
-  diags.throw_if_any();
-  ModelSpec m = config::read_model(root, diags);
-  diags.throw_if_any();
-  return m;
+  return config::load_and_read(ref, FileKind::Model, config::read_model_at);
 }
-
 Plan load_plan(const std::string& ref) {
-  config::Diags diags;
-  std::shared_ptr<const config::Source> source;
-  config::Node root = config::load_root(ref, FileKind::Strategy, {}, diags, &source);
-  diags.throw_if_any();
-  Plan plan = config::plan_from_root(root, source, diags);
-  diags.throw_if_any();
-  return plan;
+  return config::load_and_read(ref, FileKind::Strategy, config::plan_from_root);
 }
-
 SpacePlan load_space(const std::string& ref) {
-  config::Diags diags;
-  std::shared_ptr<const config::Source> source;
-  config::Node root = config::load_root(ref, FileKind::Space, {}, diags, &source);
-  diags.throw_if_any();
-  SpacePlan sp = config::space_from_root(root, source, diags);
-  diags.throw_if_any();
-  return sp;
+  return config::load_and_read(ref, FileKind::Space, config::space_from_root);
 }
 
 HardwareSpec parse_hardware(std::string_view yaml, const std::string& display_name,
                             const std::string& base_dir) {
-  config::Diags diags;
-  auto root = config::tree_from_text(yaml, config::text_source(display_name, base_dir),
-                                     FileKind::Hardware, diags);
-  diags.throw_if_any();
-  HardwareSpec hw = config::read_hardware(root, diags);
-  diags.throw_if_any();
-  return hw;
+  return config::parse_and_read(yaml, display_name, base_dir, FileKind::Hardware,
+                                config::read_hardware_at);
 }
-
 ModelSpec parse_model(std::string_view yaml, const std::string& display_name,
                       const std::string& base_dir) {
-  config::Diags diags;
-  auto root = config::tree_from_text(yaml, config::text_source(display_name, base_dir),
-                                     FileKind::Model, diags);
-  diags.throw_if_any();
-  ModelSpec m = config::read_model(root, diags);
-  diags.throw_if_any();
-  return m;
+  return config::parse_and_read(yaml, display_name, base_dir, FileKind::Model,
+                                config::read_model_at);
 }
-
 Plan parse_plan(std::string_view yaml, const std::string& display_name, const std::string& base_dir) {
-  config::Diags diags;
-  auto source = config::text_source(display_name, base_dir);
-  auto root = config::tree_from_text(yaml, source, FileKind::Strategy, diags);
-  diags.throw_if_any();
-  Plan plan = config::plan_from_root(root, source, diags);
-  diags.throw_if_any();
-  return plan;
+  return config::parse_and_read(yaml, display_name, base_dir, FileKind::Strategy,
+                                config::plan_from_root);
 }
-
 SpacePlan parse_space(std::string_view yaml, const std::string& display_name,
                       const std::string& base_dir) {
-  config::Diags diags;
-  auto source = config::text_source(display_name, base_dir);
-  auto root = config::tree_from_text(yaml, source, FileKind::Space, diags);
-  diags.throw_if_any();
-  SpacePlan sp = config::space_from_root(root, source, diags);
-  diags.throw_if_any();
-  return sp;
+  return config::parse_and_read(yaml, display_name, base_dir, FileKind::Space,
+                                config::space_from_root);
 }
 
 FileKind detect_kind(const std::string& ref) {
