@@ -3,6 +3,9 @@
 
 #include "paraplan/config.hpp"
 #include "paraplan/errors.hpp"
+#include "paraplan/estimate.hpp"
+#include "paraplan/model.hpp"
+#include "paraplan/report.hpp"
 #include "paraplan/spec.hpp"
 #include "paraplan/units.hpp"
 #include "paraplan/version.hpp"

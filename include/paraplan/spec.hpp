@@ -45,6 +45,7 @@ struct DeviceSpec {
   std::array<double, kDtypeCount> peak_flop_per_s{};  ///< dense peak per Dtype; 0 = absent
   std::array<std::optional<GemmTable>, kGemmKindCount> gemm;  ///< per GemmKind
   double memory_bound_efficiency = 0.7;   ///< fraction of memory bandwidth elementwise ops reach
+  double attention_efficiency = 0;        ///< flash-attention FLOP/s / BF16 peak; 0 = GEMM surface
   double kernel_overhead_s = 0;           ///< fixed cost per launched kernel
   double memory_reserve_bytes = 0;        ///< runtime and fragmentation, unavailable to the model
 

@@ -77,6 +77,17 @@ int cmd_check(const std::vector<std::string>& files, bool all, bool quiet) {
   return kExitOk;
 }
 
+int cmd_evaluate(const std::string& ref, const std::string& format, bool all_ops) {
+  paraplan::Plan plan = paraplan::load_plan(ref);
+  paraplan::ComputeBreakdown b = paraplan::estimate_compute(plan);
+  if (format == "json") {
+    std::cout << paraplan::compute_json(plan, b);
+  } else {
+    std::cout << paraplan::compute_text(plan, b, all_ops);
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -112,6 +123,25 @@ int main(int argc, char** argv) {
       "  paraplan check br166-ubbv2 deepseek-v3\n"
       "  paraplan check --all\n");
 
+  std::string eval_ref;
+  std::string eval_format = "table";
+  bool eval_all_ops = false;
+  auto* evaluate = app.add_subcommand(
+      "evaluate", "One strategy in detail: parameter and FLOP counts, per-layer and per-op times");
+  evaluate->add_option("strategy", eval_ref, "Strategy YAML file or built-in strategy name")->required();
+  evaluate->add_option("--format", eval_format, "Output format")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  evaluate->add_flag("--all-ops", eval_all_ops,
+                     "Table: list backward and recompute ops too, not only forward ones");
+  evaluate->footer(
+      "Times are for one micro-batch through one layer of each kind on one device, from the\n"
+      "hardware's GEMM efficiency tables and memory bandwidth (compute only for now).\n"
+      "Examples:\n"
+      "  paraplan evaluate br166-ep16-mb2\n"
+      "  paraplan evaluate strategies/br166-ep32-32n-mb1.yaml --all-ops\n"
+      "  paraplan evaluate my-strategy.yaml --format json > estimate.json\n");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -128,6 +158,7 @@ int main(int argc, char** argv) {
   try {
     if (list->parsed()) return cmd_list();
     if (check->parsed()) return cmd_check(check_files, check_all, check_quiet);
+    if (evaluate->parsed()) return cmd_evaluate(eval_ref, eval_format, eval_all_ops);
   } catch (const paraplan::ConfigError& e) {
     print_diagnostics(e);
     return kExitBadInput;

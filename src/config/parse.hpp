@@ -22,4 +22,16 @@ extern const EnumNames<Routing> kRoutingNames;
 extern const EnumNames<Schedule> kScheduleNames;
 extern const EnumNames<Objective> kObjectiveNames;
 
+/// The spelling of an enum value as files write it ("allgather", "1f1b", ...).
+template <typename E>
+std::string_view spelling(const EnumNames<E>& names, E value) {
+  for (const auto& [text, v] : names) {
+    if (v == value) return text;
+  }
+  return "?";
+}
+
+/// A recompute setting as a file writes it: "none", "full", or "[mla_up_proj, layernorm]".
+std::string recompute_spelling(const Recompute& r);
+
 }  // namespace paraplan::config

@@ -103,6 +103,7 @@ DeviceSpec read_device(MapReader& root, Diags& diags) {
     g.finish();
   }
   if (auto v = r.fraction("memory_bound_efficiency", Need::Required)) d.memory_bound_efficiency = *v;
+  if (auto v = r.fraction("attention_efficiency")) d.attention_efficiency = *v;
   if (auto v = r.quantity("kernel_overhead", Quantity::Time, Need::Required, true)) {
     d.kernel_overhead_s = *v;
   }

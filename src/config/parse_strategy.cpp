@@ -248,4 +248,15 @@ Strategy read_strategy(const Node& root, Diags& diags) {
 
 SearchSpace read_space(const Node& root, Diags& diags) { return read_common(root, diags, true); }
 
+std::string recompute_spelling(const Recompute& r) {
+  if (r.mode != RecomputeMode::Modules) return std::string(spelling(kRecomputeModeNames, r.mode));
+  std::string out = "[";
+  for (const auto& [text, module] : kModuleNames) {
+    if (!r.has(module)) continue;
+    if (out.size() > 1) out += ", ";
+    out += text;
+  }
+  return out + "]";
+}
+
 }  // namespace paraplan::config

@@ -1,0 +1,23 @@
+#pragma once
+/// Report writers: text tables for people, JSON for programs (keys per DESIGN.md sec. 5).
+
+#include <string>
+
+#include "paraplan/estimate.hpp"
+#include "paraplan/export.hpp"
+#include "paraplan/spec.hpp"
+
+namespace paraplan {
+
+/// The resolved strategy as a JSON object (every field, defaults filled in).
+[[nodiscard]] PARAPLAN_EXPORT std::string strategy_json(const Plan& plan);
+
+/// `{"strategy": ..., "model": {...}, "layers": [...]}` for a compute breakdown.
+[[nodiscard]] PARAPLAN_EXPORT std::string compute_json(const Plan& plan, const ComputeBreakdown& b);
+
+/// A readable report of a compute breakdown: counts, per-layer forward/backward times and
+/// every op with its shape, efficiency and time. `all_ops` = false lists forward ops only.
+[[nodiscard]] PARAPLAN_EXPORT std::string compute_text(const Plan& plan, const ComputeBreakdown& b,
+                                                       bool all_ops);
+
+}  // namespace paraplan

@@ -1,0 +1,357 @@
+#include "model/op_graph.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/params.hpp"
+
+namespace paraplan::model {
+
+const char* name(Phase p) {
+  switch (p) {
+    case Phase::Forward: return "forward";
+    case Phase::InputGrad: return "input_grad";
+    case Phase::WeightGrad: return "weight_grad";
+    case Phase::Recompute: return "recompute";
+  }
+  return "?";
+}
+
+const char* name(OpKind k) {
+  switch (k) {
+    case OpKind::Gemm: return "gemm";
+    case OpKind::GroupedGemm: return "grouped_gemm";
+    case OpKind::Attention: return "attention";
+    case OpKind::Memory: return "memory";
+  }
+  return "?";
+}
+
+const char* name(LayerKind k) {
+  switch (k) {
+    case LayerKind::Dense: return "dense";
+    case LayerKind::Moe: return "moe";
+    case LayerKind::Embedding: return "embedding";
+    case LayerKind::Head: return "head";
+    case LayerKind::Mtp: return "mtp";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr double kAct = 2.0;    // bytes per BF16 activation element
+constexpr double kFp32 = 4.0;
+
+Op gemm(std::string name, Module module, double m, double n, double k, int groups = 1) {
+  Op op;
+  op.name = std::move(name);
+  op.kind = groups > 1 ? OpKind::GroupedGemm : OpKind::Gemm;
+  op.module = module;
+  op.m = m;
+  op.n = n;
+  op.k = k;
+  op.groups = groups;
+  op.flops = 2.0 * m * n * k * groups;
+  op.bytes = (m * k + k * n + m * n) * kAct * groups;
+  op.low_precision = true;
+  return op;
+}
+
+Op memory(std::string name, Module module, double bytes, double bwd_bytes) {
+  Op op;
+  op.name = std::move(name);
+  op.kind = OpKind::Memory;
+  op.module = module;
+  op.bytes = bytes;
+  op.bwd_bytes = bwd_bytes;
+  return op;
+}
+
+/// Shapes every builder needs.
+struct Ctx {
+  const ModelSpec& m;
+  const Strategy& s;
+  Tokens tok;
+  double t;        // tensor parallel degree
+  double t_sp;     // tokens through norms and residuals: per_device / tp with SP
+  int seq;         // sequence length
+};
+
+// Norm over `tokens` x `width`: read x, write y; backward reads x and dy, writes dx.
+Op norm(const Ctx&, std::string name, double tokens, double width) {
+  return memory(std::move(name), Module::Norm, 2 * tokens * width * kAct, 3 * tokens * width * kAct);
+}
+
+void add_attention(const Ctx& c, std::vector<Op>& ops) {
+  const AttentionSpec& a = c.m.attention;
+  const double T = c.tok.per_device, h = c.m.hidden;
+  const double heads = a.heads / c.t;
+  const double dqk = qk_head_dim(c.m), dv = v_head_dim(c.m);
+  const bool rope = c.m.position_embedding == PositionEmbedding::Rope;
+  double kv_heads = heads;  // heads whose K/V this rank materialises
+  if (a.kind == AttentionKind::Mla) {
+    // Down-projections are replicated across TP; with SP each rank projects its own
+    // sequence shard (Megatron-Core MLA).
+    const double Td = c.t_sp;
+    if (a.q_lora_rank > 0) {
+      ops.push_back(gemm("q_a_proj", Module::AttnProj, Td, a.q_lora_rank, h));
+      ops.push_back(norm(c, "q_a_norm", Td, a.q_lora_rank));
+      ops.push_back(gemm("q_b_proj", Module::MlaUpProj, T, heads * dqk, a.q_lora_rank));
+    } else {
+      ops.push_back(gemm("q_proj", Module::AttnProj, T, heads * dqk, h));
+    }
+    ops.push_back(gemm("kv_a_proj", Module::AttnProj, Td, a.kv_lora_rank + a.qk_rope_head_dim, h));
+    ops.push_back(norm(c, "kv_a_norm", Td, a.kv_lora_rank));
+    ops.push_back(gemm("kv_b_proj", Module::MlaUpProj, T, heads * (a.qk_nope_head_dim + dv),
+                       a.kv_lora_rank));
+    if (rope) {
+      // RoPE on the rope part of q (per head) and on the shared k_rope.
+      double elems = T * (heads * a.qk_rope_head_dim + a.qk_rope_head_dim);
+      Op r = memory("rope", Module::MlaUpProj, 2 * elems * kAct, 2 * elems * kAct);
+      ops.push_back(r);
+    }
+  } else {
+    kv_heads = std::max(1.0, a.kv_heads / c.t);
+    ops.push_back(gemm("qkv_proj", Module::AttnProj, T, (heads + 2 * kv_heads) * dqk, h));
+    if (rope) {
+      double elems = T * (heads + kv_heads) * dqk;
+      ops.push_back(memory("rope", Module::AttnProj, 2 * elems * kAct, 2 * elems * kAct));
+    }
+  }
+  // Flash attention, causal: QK^T and PV over the lower triangle. With context parallel a
+  // rank holds seq/cp queries against the whole causal context (load-balanced chunks).
+  Op core;
+  core.name = "core_attention";
+  core.kind = OpKind::Attention;
+  core.module = Module::CoreAttn;
+  const double b = c.s.training.micro_batch;
+  const double s = c.seq;
+  const double cp = c.s.parallel.cp;
+  core.flops = b * s * s * (dqk + dv) * heads / cp;
+  core.m = s / cp;   // queries per sequence on this rank
+  core.n = s;        // keys
+  core.k = dqk;
+  core.bytes = T * (heads * dqk + kv_heads * dqk + kv_heads * dv + heads * dv) * kAct;
+  ops.push_back(core);
+  ops.push_back(gemm("o_proj", Module::AttnProj, T, h, heads * dv));
+}
+
+// A feed-forward block on `tokens` with per-rank width `f`; `groups` > 1 makes it grouped.
+void add_ffn(const Ctx& c, std::vector<Op>& ops, const std::string& prefix, Module module,
+             Module act_module, double tokens, double f, int groups, bool per_die) {
+  const double h = c.m.hidden;
+  const bool swiglu = c.m.ffn.kind == FfnKind::Swiglu;
+  Op up = gemm(prefix + (swiglu ? "gate_up_proj" : "up_proj"), module, tokens, (swiglu ? 2 : 1) * f,
+               h, groups);
+  // SwiGLU reads gate and up, writes the product; GeLU reads and writes one tensor.
+  double elems = tokens * f * groups;
+  Op act = memory(prefix + (swiglu ? "swiglu" : "gelu"), act_module,
+                  (swiglu ? 3 : 2) * elems * kAct, (swiglu ? 5 : 3) * elems * kAct);
+  Op down = gemm(prefix + "down_proj", module, tokens, h, f, groups);
+  for (Op* op : {&up, &act, &down}) {
+    op->per_die = per_die;
+    ops.push_back(*op);
+  }
+}
+
+void add_transformer_layer(const Ctx& c, std::vector<Op>& ops, bool moe, const std::string& prefix) {
+  const double h = c.m.hidden;
+  std::size_t first = ops.size();
+  ops.push_back(norm(c, "input_norm", c.t_sp, h));
+  add_attention(c, ops);
+  ops.push_back(memory("residual_add", Module::Other, 3 * c.t_sp * h * kAct, 3 * c.t_sp * h * kAct));
+  ops.push_back(norm(c, "post_attention_norm", c.t_sp, h));
+  if (!moe) {
+    add_ffn(c, ops, "", Module::Mlp, Module::Mlp, c.tok.per_device, c.m.ffn.intermediate / c.t, 1,
+            false);
+  } else {
+    const MoeSpec& e = *c.m.moe;
+    const bool per_die = c.s.ep_over_dies;
+    // Router: a small GEMM to expert logits (kept in BF16, DeepSeek-V3 sec. 3.3.1), then
+    // score function + top-k over the logits in FP32.
+    const double Tr = c.t_sp;  // tokens a TP rank routes (MoE needs SP when tp > 1)
+    Op gate = gemm("router_gate", Module::Router, Tr, e.routed_experts, h);
+    gate.low_precision = false;
+    ops.push_back(gate);
+    ops.push_back(memory("router_topk", Module::Router, 3 * Tr * e.routed_experts * kFp32,
+                         3 * Tr * e.routed_experts * kFp32));
+    // Local token shuffles around the experts of this rank (the dispatch scheme's own
+    // stages are the communication model's): copies in expert order, and back with the
+    // top-k weighted sum.
+    const double copies = c.tok.per_expert_slowest * c.tok.experts_per_rank;
+    Op permute = memory("permute", Module::Experts, 2 * copies * h * kAct, 2 * copies * h * kAct);
+    Op unpermute = memory("unpermute", Module::Experts, 2 * copies * h * kAct, 2 * copies * h * kAct);
+    permute.per_die = unpermute.per_die = per_die;
+    ops.push_back(permute);
+    add_ffn(c, ops, "experts.", Module::Experts, Module::ExpertAct, c.tok.per_expert_slowest,
+            e.expert_intermediate / static_cast<double>(c.s.parallel.etp), c.tok.experts_per_rank,
+            per_die);
+    ops.push_back(unpermute);
+    if (e.shared_experts > 0) {
+      add_ffn(c, ops, "shared_experts.", Module::SharedExperts, Module::SharedExperts,
+              c.tok.per_device,
+              static_cast<double>(e.shared_experts) * e.shared_expert_intermediate / c.t, 1, false);
+    }
+  }
+  ops.push_back(memory("residual_add", Module::Other, 3 * c.t_sp * h * kAct, 3 * c.t_sp * h * kAct));
+  for (std::size_t i = first; i < ops.size(); ++i) ops[i].name = prefix + ops[i].name;
+}
+
+bool recomputed(const Recompute& r, Module mod) {
+  switch (r.mode) {
+    case RecomputeMode::None: return false;
+    case RecomputeMode::Full: return true;
+    case RecomputeMode::Selective: return mod == Module::CoreAttn;  // Korthikanti et al. 2022
+    case RecomputeMode::Modules: break;
+  }
+  switch (mod) {
+    case Module::CoreAttn: return r.has(RecomputeModule::CoreAttn);
+    case Module::Norm: return r.has(RecomputeModule::LayerNorm);
+    case Module::MlaUpProj: return r.has(RecomputeModule::MlaUpProj);
+    case Module::Mlp: return r.has(RecomputeModule::Mlp);
+    case Module::Router: return r.has(RecomputeModule::Moe);
+    case Module::Experts: return r.has(RecomputeModule::Moe);
+    case Module::ExpertAct: return r.has(RecomputeModule::Moe) || r.has(RecomputeModule::MoeAct);
+    case Module::SharedExperts: return r.has(RecomputeModule::SharedExperts);
+    case Module::AttnProj:
+    case Module::Other: return false;
+  }
+  return false;
+}
+
+// Appends the backward ops of every forward op: input-gradient and weight-gradient GEMMs,
+// the flash-attention backward (2.5x the forward FLOP: it recomputes QK^T, then dV, dP, dQ,
+// dK; Dao 2023), memory-bound backward passes, and the recomputed forward ops.
+void add_backward(std::vector<Op>& ops, const Recompute& recompute, bool recomputable) {
+  const std::size_t forward = ops.size();
+  for (std::size_t i = 0; i < forward; ++i) {
+    if (recomputable && recomputed(recompute, ops[i].module)) {
+      Op r = ops[i];
+      r.phase = Phase::Recompute;
+      ops.push_back(r);
+    }
+  }
+  for (std::size_t i = forward; i-- > 0;) {
+    const Op f = ops[i];
+    switch (f.kind) {
+      case OpKind::Gemm:
+      case OpKind::GroupedGemm: {
+        Op dx = f;  // dX[m, k] = dY[m, n] W^T
+        dx.phase = Phase::InputGrad;
+        dx.name = f.name + ".dgrad";
+        dx.n = f.k;
+        dx.k = f.n;
+        ops.push_back(dx);
+        Op dw = f;  // dW[k, n] = X^T dY
+        dw.phase = Phase::WeightGrad;
+        dw.name = f.name + ".wgrad";
+        dw.m = f.k;
+        dw.n = f.n;
+        dw.k = f.m;
+        ops.push_back(dw);
+        break;
+      }
+      case OpKind::Attention: {
+        Op b = f;
+        b.phase = Phase::InputGrad;
+        b.name = f.name + ".bwd";
+        b.flops = 2.5 * f.flops;
+        b.bytes = 2 * f.bytes;
+        ops.push_back(b);
+        break;
+      }
+      case OpKind::Memory:
+        if (f.bwd_bytes > 0) {
+          Op b = f;
+          b.phase = Phase::InputGrad;
+          b.name = f.name + ".bwd";
+          b.bytes = f.bwd_bytes;
+          ops.push_back(b);
+        }
+        break;
+    }
+  }
+}
+
+}  // namespace
+
+Tokens tokens_of(const ModelSpec& m, const Strategy& s, const HardwareSpec& hw, double expert_load) {
+  Tokens t;
+  const int seq = s.training.seq_len > 0 ? s.training.seq_len : m.seq_len;
+  t.per_device = static_cast<double>(s.training.micro_batch) * seq / s.parallel.cp;
+  if (m.moe) {
+    const MoeSpec& e = *m.moe;
+    const int dies = s.ep_over_dies ? hw.device.dies : 1;
+    t.per_rank_moe = t.per_device / s.parallel.tp / dies;
+    t.experts_per_rank = e.routed_experts / s.parallel.ep;
+    // Every rank of the EP x ETP group sends T_r x top_k copies over E experts.
+    t.per_expert = t.per_rank_moe * s.parallel.ep * s.parallel.etp * e.top_k / e.routed_experts;
+    t.per_expert_slowest = t.per_expert * std::max(1.0, expert_load);
+  }
+  return t;
+}
+
+std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const HardwareSpec& hw,
+                                double expert_load) {
+  Ctx c{m, s, tokens_of(m, s, hw, expert_load), static_cast<double>(s.parallel.tp), 0.0,
+        s.training.seq_len > 0 ? s.training.seq_len : m.seq_len};
+  // Norms and residuals run on the sequence shard with SP; MoE layers need SP for tp > 1.
+  c.t_sp = (s.parallel.sp || (m.moe && s.parallel.tp > 1)) ? c.tok.per_device / c.t : c.tok.per_device;
+  const Recompute& rc = s.training.recompute;
+  const double T = c.tok.per_device, h = m.hidden, vocab_shard = m.vocab / c.t;
+  std::vector<Layer> layers;
+
+  if (dense_layers(m) > 0) {
+    Layer l{LayerKind::Dense, dense_layers(m), {}};
+    add_transformer_layer(c, l.ops, false, "");
+    add_backward(l.ops, rc, true);
+    layers.push_back(std::move(l));
+  }
+  if (moe_layers(m) > 0) {
+    Layer l{LayerKind::Moe, moe_layers(m), {}};
+    add_transformer_layer(c, l.ops, true, "");
+    add_backward(l.ops, rc, true);
+    layers.push_back(std::move(l));
+  }
+  {
+    // Vocab-parallel embedding lookup: write the token vectors; backward scatters the
+    // gradient into the embedding's FP32 main grad.
+    Layer l{LayerKind::Embedding, 1, {}};
+    l.ops.push_back(memory("embedding_lookup", Module::Other, 2 * T * h * kAct, T * h * (kAct + 2 * kFp32)));
+    add_backward(l.ops, rc, false);
+    layers.push_back(std::move(l));
+  }
+  auto add_head = [&](std::vector<Op>& ops, const std::string& prefix) {
+    ops.push_back(norm(c, prefix + "final_norm", c.t_sp, h));
+    Op head = gemm(prefix + "lm_head", Module::Other, T, vocab_shard, h);
+    head.low_precision = false;  // the output head stays in BF16 (DeepSeek-V3 sec. 3.3.1)
+    ops.push_back(head);
+    // Fused softmax cross-entropy over the FP32 logits shard; its backward writes dlogits.
+    ops.push_back(memory(prefix + "cross_entropy", Module::Other, T * vocab_shard * (kAct + kFp32),
+                         T * vocab_shard * (kFp32 + kAct)));
+  };
+  {
+    Layer l{LayerKind::Head, 1, {}};
+    add_head(l.ops, "");
+    add_backward(l.ops, rc, false);
+    layers.push_back(std::move(l));
+  }
+  if (m.mtp_depth > 0) {
+    // DeepSeek-V3 MTP module (sec. 2.2): norm(h), norm(embedding), [.;.] -> h projection,
+    // one transformer block, then the shared head on its own final norm.
+    Layer l{LayerKind::Mtp, m.mtp_depth, {}};
+    l.ops.push_back(norm(c, "mtp.hidden_norm", c.t_sp, h));
+    l.ops.push_back(norm(c, "mtp.embedding_norm", c.t_sp, h));
+    l.ops.push_back(gemm("mtp.eh_proj", Module::Other, T, h, 2 * h));
+    add_transformer_layer(c, l.ops, m.moe.has_value(), "mtp.");
+    std::vector<Op> head;
+    add_head(head, "mtp.");
+    l.ops.insert(l.ops.end(), head.begin(), head.end());
+    add_backward(l.ops, rc, true);
+    layers.push_back(std::move(l));
+  }
+  return layers;
+}
+
+}  // namespace paraplan::model

@@ -1,0 +1,64 @@
+#pragma once
+// The ops one device (one pipeline rank) runs for one micro-batch through one layer of
+// each kind, with shapes after the strategy's TP / SP / CP / EP / ETP splits. Forward ops
+// are built from the model; input-gradient, weight-gradient and recompute ops are derived
+// from them. Communication is added by the communication model, not here.
+
+#include <string>
+#include <vector>
+
+#include "paraplan/spec.hpp"
+
+namespace paraplan::model {
+
+enum class Phase { Forward, InputGrad, WeightGrad, Recompute };
+enum class OpKind { Gemm, GroupedGemm, Attention, Memory };
+enum class LayerKind { Dense, Moe, Embedding, Head, Mtp };
+
+/// Which recompute module an op belongs to (Megatron-LM --recompute-modules names).
+enum class Module { Norm, AttnProj, MlaUpProj, CoreAttn, Mlp, Router, Experts, ExpertAct, SharedExperts, Other };
+
+/// One kernel-level operation.
+struct Op {
+  std::string name;
+  OpKind kind = OpKind::Memory;
+  Phase phase = Phase::Forward;
+  Module module = Module::Other;
+  double m = 0, n = 0, k = 0;  ///< GEMM dims per group: C[m, n] = A[m, k] B[k, n]
+  int groups = 1;              ///< grouped GEMM: experts on this rank
+  double flops = 0;            ///< executed FLOP, all groups
+  double bytes = 0;            ///< HBM bytes read + written
+  double bwd_bytes = 0;        ///< Memory ops: bytes of the input-gradient pass (0 = none)
+  bool per_die = false;        ///< runs on one die (die-level EP) rather than the whole device
+  bool low_precision = false;  ///< GEMM in the strategy's precision (FP8 if set), else BF16
+};
+
+/// All ops of one layer kind, forward then backward (input grad, weight grad, recompute).
+struct Layer {
+  LayerKind kind = LayerKind::Dense;
+  int count = 0;  ///< how many layers of this kind the model has (whole model)
+  std::vector<Op> ops;
+};
+
+/// Token counts that shape the ops of one micro-batch on one rank.
+struct Tokens {
+  double per_device = 0;       ///< tokens through the dense GEMMs: micro_batch x seq / cp
+  double per_rank_moe = 0;     ///< tokens a MoE rank (die with ep_over_dies) routes
+  double per_expert = 0;       ///< mean routed tokens per expert on one rank
+  double per_expert_slowest = 0;  ///< the slowest rank's tokens per expert
+  int experts_per_rank = 0;
+};
+
+/// Token counts for a strategy. `expert_load` = slowest rank's expert load / mean
+/// (>= 1; the routing statistics supply it; 1 = perfectly balanced).
+Tokens tokens_of(const ModelSpec& m, const Strategy& s, const HardwareSpec& hw, double expert_load);
+
+/// Layer kinds the model has (dense, MoE, embedding, head, MTP), each with its ops.
+std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const HardwareSpec& hw,
+                                double expert_load);
+
+const char* name(Phase p);
+const char* name(OpKind k);
+const char* name(LayerKind k);
+
+}  // namespace paraplan::model

@@ -1,0 +1,163 @@
+#include <cstdio>
+#include <string>
+
+#include "config/parse.hpp"
+#include "paraplan/report.hpp"
+#include "paraplan/units.hpp"
+#include "report/json.hpp"
+
+namespace paraplan {
+namespace {
+
+void write_strategy(report::JsonWriter& w, const Plan& plan) {
+  using namespace config;
+  const Strategy& s = plan.strategy;
+  w.begin_object();
+  w.field("name", s.name);
+  w.field("hardware", plan.hardware.name);
+  w.field("model", plan.model.name);
+  w.field("nodes", s.nodes);
+  w.field("devices", s.nodes * plan.hardware.devices_per_node());
+  w.key("parallel").begin_object();
+  w.field("tp", s.parallel.tp).field("pp", s.parallel.pp).field("dp", s.parallel.dp);
+  w.field("ep", s.parallel.ep).field("etp", s.parallel.etp).field("vpp", s.parallel.vpp);
+  w.field("cp", s.parallel.cp).field("sp", s.parallel.sp);
+  w.end_object();
+  w.field("ep_over_dies", s.ep_over_dies);
+  w.key("training").begin_object();
+  w.field("micro_batch", s.training.micro_batch).field("global_batch", s.training.global_batch);
+  w.field("seq_len", s.training.seq_len > 0 ? s.training.seq_len : plan.model.seq_len);
+  w.field("precision", spelling(kPrecisionNames, s.training.precision));
+  w.field("recompute", recompute_spelling(s.training.recompute));
+  w.field("zero", s.training.zero);
+  w.field("optimizer", spelling(kOptimizerNames, s.training.optimizer));
+  w.field("optimizer_offload", s.training.optimizer_offload);
+  w.field("activation_offload", s.training.activation_offload);
+  w.end_object();
+  w.key("moe").begin_object();
+  w.field("dispatch", spelling(kDispatchNames, s.moe.dispatch));
+  w.field("routing", spelling(kRoutingNames, s.moe.routing));
+  w.field("imbalance", s.moe.imbalance);
+  w.end_object();
+  w.field("schedule", spelling(kScheduleNames, s.schedule));
+  w.key("overlap").begin_object();
+  w.field("ep", s.overlap.ep).field("dp", s.overlap.dp).field("tp", s.overlap.tp).field("pp", s.overlap.pp);
+  w.end_object();
+  w.end_object();
+}
+
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+std::string pad(std::string s, std::size_t width, bool right = false) {
+  if (s.size() >= width) return s;
+  return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
+}
+
+std::string ms(double seconds) { return fmt("%.3f", seconds * 1e3); }
+
+}  // namespace
+
+std::string strategy_json(const Plan& plan) {
+  report::JsonWriter w;
+  write_strategy(w, plan);
+  return w.str();
+}
+
+std::string compute_json(const Plan& plan, const ComputeBreakdown& b) {
+  report::JsonWriter w;
+  w.begin_object();
+  w.key("strategy");
+  write_strategy(w, plan);
+  w.key("model").begin_object();
+  w.field("total_params", static_cast<long long>(b.model.total_params));
+  w.field("active_params", static_cast<long long>(b.model.active_params));
+  w.field("flops_per_token", b.model.flops_per_token);
+  w.field("attention_flops_per_token", b.model.attention_flops_per_token);
+  w.field("mtp_params", static_cast<long long>(b.model.mtp_params));
+  w.field("mtp_flops_per_token", b.model.mtp_flops_per_token);
+  w.end_object();
+  w.key("tokens").begin_object();
+  w.field("per_device_per_micro_batch", b.tokens_per_device);
+  w.field("per_expert", b.tokens_per_expert);
+  w.field("per_expert_slowest", b.tokens_per_expert_slowest);
+  w.field("experts_per_rank", b.experts_per_rank);
+  w.end_object();
+  w.key("layers").begin_array();
+  for (const LayerEstimate& l : b.layers) {
+    w.begin_object();
+    w.field("kind", l.kind).field("count", l.count);
+    w.field("forward_s", l.forward_s).field("backward_s", l.backward_s);
+    w.field("recompute_s", l.recompute_s).field("weight_grad_s", l.weight_grad_s);
+    w.key("ops").begin_array();
+    for (const OpEstimate& op : l.ops) {
+      w.begin_object();
+      w.field("name", op.name).field("phase", op.phase).field("kind", op.kind);
+      w.field("time_s", op.time_s).field("flops", op.flops).field("bytes", op.bytes);
+      if (op.kind != "memory") {
+        w.key("shape").begin_array().value(op.m).value(op.n).value(op.k).end_array();
+        w.field("groups", op.groups).field("efficiency", op.efficiency);
+      }
+      w.field("per_die", op.per_die);
+      w.end_object();
+    }
+    w.end_array();
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+  return w.str() + "\n";
+}
+
+std::string compute_text(const Plan& plan, const ComputeBreakdown& b, bool all_ops) {
+  const Strategy& s = plan.strategy;
+  const Parallel& p = s.parallel;
+  std::string out;
+  out += "strategy  " + s.name + ": " + plan.model.name + " on " + plan.hardware.name + ", " +
+         std::to_string(s.nodes) + " nodes, TP" + std::to_string(p.tp) + " PP" + std::to_string(p.pp) +
+         " DP" + std::to_string(p.dp) + " EP" + std::to_string(p.ep) +
+         (s.ep_over_dies ? " (over dies)" : "") + ", micro-batch " + std::to_string(s.training.micro_batch) +
+         ", recompute " + config::recompute_spelling(s.training.recompute) + "\n";
+  out += "model     " + fmt("%.2f", b.model.total_params / 1e9) + " B parameters (" +
+         fmt("%.2f", b.model.active_params / 1e9) + " B active per token";
+  if (b.model.mtp_params > 0) out += ", MTP " + fmt("%.2f", b.model.mtp_params / 1e9) + " B more";
+  out += "), " + fmt("%.1f", b.model.flops_per_token / 1e9) + " GFLOP per token for training (" +
+         fmt("%.1f", b.model.attention_flops_per_token / 1e9) + " GFLOP of it causal attention)\n";
+  out += "tokens    " + fmt("%.0f", b.tokens_per_device) + " per device per micro-batch";
+  if (b.experts_per_rank > 0) {
+    out += "; " + std::to_string(b.experts_per_rank) + " experts per rank, " +
+           fmt("%.0f", b.tokens_per_expert) + " tokens per expert (slowest rank " +
+           fmt("%.0f", b.tokens_per_expert_slowest) + ")";
+  }
+  out += "\n\nPer layer, one micro-batch (compute only; communication not yet included):\n";
+  out += pad("layer", 11) + pad("count", 7, true) + pad("forward ms", 13, true) +
+         pad("backward ms", 13, true) + pad("of it recompute", 17, true) + "\n";
+  for (const LayerEstimate& l : b.layers) {
+    out += pad(l.kind, 11) + pad(std::to_string(l.count), 7, true) + pad(ms(l.forward_s), 13, true) +
+           pad(ms(l.backward_s), 13, true) + pad(ms(l.recompute_s), 17, true) + "\n";
+  }
+  for (const LayerEstimate& l : b.layers) {
+    out += "\n" + l.kind + " layer ops" + (all_ops ? "" : " (forward)") + ":\n";
+    out += pad("op", 38) + pad("phase", 12) + pad("m x n x k", 26) + pad("eff", 7, true) +
+           pad("ms", 10, true) + "\n";
+    for (const OpEstimate& op : l.ops) {
+      if (!all_ops && op.phase != "forward") continue;
+      std::string shape;
+      if (op.kind != "memory") {
+        shape = fmt("%.0f", op.m) + " x " + fmt("%.0f", op.n) + " x " + fmt("%.0f", op.k);
+        if (op.groups > 1) shape = std::to_string(op.groups) + " x (" + shape + ")";
+      } else {
+        shape = units::format_size(op.bytes);
+      }
+      out += pad(op.name + (op.per_die ? " [die]" : ""), 38) + pad(op.phase, 12) + pad(shape, 26) +
+             pad(op.kind == "memory" ? "" : fmt("%.2f", op.efficiency), 7, true) +
+             pad(ms(op.time_s), 10, true) + "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace paraplan
