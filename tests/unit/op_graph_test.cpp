@@ -12,6 +12,7 @@
 #include "paraplan/config.hpp"
 #include "paraplan/estimate.hpp"
 #include "paraplan/model.hpp"
+#include "paraplan/report.hpp"
 
 using namespace paraplan;
 using model::Layer;
@@ -244,5 +245,20 @@ TEST_SUITE("validation.seed_profile") {
     // KV_Transform, router, permutes) run far below the assumed efficiencies on BR166; the
     // whole-layer error is bounded here and explained in docs/validation.md.
     CHECK(predicted == doctest::Approx(measured).epsilon(0.50));
+  }
+}
+
+TEST_SUITE("report.json") {
+  TEST_CASE("the compute JSON carries DESIGN.md's pinned keys") {
+    const Plan plan = load_plan("br166-ep16-mb2");
+    const std::string json = compute_json(plan, estimate_compute(plan));
+    for (const char* key : {"\"strategy\"", "\"model\"", "\"total_params\": 671026404352",
+                            "\"active_params\": 37552282624", "\"flops_per_token\"", "\"layers\"",
+                            "\"kind\": \"moe\"", "\"forward_s\"", "\"backward_s\"", "\"ops\"",
+                            "\"name\": \"experts.gate_up_proj\"", "\"phase\": \"weight_grad\"",
+                            "\"kind\": \"grouped_gemm\"", "\"time_s\""}) {
+      CAPTURE(key);
+      CHECK(json.find(key) != std::string::npos);
+    }
   }
 }
