@@ -35,6 +35,55 @@ struct LayerEstimate {
   std::vector<OpEstimate> ops;
 };
 
+/// One stage of a communication op (a transfer over a tier or link, or a local pass).
+struct CommStageEstimate {
+  std::string name;     ///< e.g. "rdma_to_same_index_rank"
+  std::string link;     ///< tier or link name ("node", "cluster+port10", "die", "local")
+  std::string engine;   ///< dma | compute
+  double bytes = 0;     ///< per rank
+  double bandwidth = 0; ///< bytes/s achieved
+  double time_s = 0;
+};
+
+/// One communication op of one layer for one micro-batch on one rank.
+struct CommOpEstimate {
+  std::string name;        ///< e.g. "ep_dispatch", "tp_all_gather", "cp_kv_exchange"
+  std::string phase;       ///< forward | backward
+  std::string group;       ///< tp | cp | ep | dp | pp
+  std::string algorithm;   ///< scheme or collective algorithm
+  double time_s = 0;       ///< after the op's own internal overlap
+  double compute_s = 0;    ///< compute units busy during it (engine compute x share)
+  double queueing_s = 0;   ///< Kingman wait, reported apart from time_s
+  std::vector<CommStageEstimate> stages;
+};
+
+/// Communication of one layer kind.
+struct LayerComm {
+  std::string kind;  ///< dense | moe | mtp
+  std::vector<CommOpEstimate> ops;
+  double forward_s = 0, backward_s = 0, queueing_s = 0;
+};
+
+/// Routing statistics of the EP group (uniform or node-limited top-k).
+struct RoutingEstimate {
+  int ep = 1, ranks_per_node = 1, nodes = 1;
+  bool ep_over_dies = false;
+  double p_rank = 0, p_node = 0;            ///< probability a given rank / node is needed
+  double ranks_per_token = 0, nodes_per_token = 0;
+  double expert_load = 1, rank_load = 1;     ///< expected busiest / mean
+  double dispatch_bytes_per_token = 0, combine_bytes_per_token = 0;
+};
+
+/// Communication of a strategy: per layer kind, pipeline send/recv, routing statistics.
+struct CommBreakdown {
+  RoutingEstimate routing;
+  std::vector<LayerComm> layers;
+  CommOpEstimate pp_send;   ///< activations to the next stage, one micro-batch
+};
+
+/// The communication breakdown of a loaded strategy.
+[[nodiscard]] PARAPLAN_EXPORT CommBreakdown estimate_comm(const Plan& plan);
+
 /// Compute-side breakdown of a strategy: counts, and per layer kind the op times.
 /// Communication is not included yet.
 struct ComputeBreakdown {

@@ -12,8 +12,15 @@ namespace paraplan {
 /// The resolved strategy as a JSON object (every field, defaults filled in).
 [[nodiscard]] PARAPLAN_EXPORT std::string strategy_json(const Plan& plan);
 
-/// `{"strategy": ..., "model": {...}, "layers": [...]}` for a compute breakdown.
-[[nodiscard]] PARAPLAN_EXPORT std::string compute_json(const Plan& plan, const ComputeBreakdown& b);
+/// `{"strategy": ..., "model": {...}, "layers": [...]}` for a compute breakdown; with
+/// `comm`, each layer also lists its communication ops (kind "comm", with stages) and a
+/// "routing" object is added.
+[[nodiscard]] PARAPLAN_EXPORT std::string compute_json(const Plan& plan, const ComputeBreakdown& b,
+                                                       const CommBreakdown* comm = nullptr);
+
+/// A readable report of the communication of a strategy: per layer kind every op with its
+/// stages, links, volumes and times, the routing statistics and the pipeline send.
+[[nodiscard]] PARAPLAN_EXPORT std::string comm_text(const Plan& plan, const CommBreakdown& c);
 
 /// A readable report of a compute breakdown: counts, per-layer forward/backward times and
 /// every op with its shape, efficiency and time. `all_ops` = false lists forward ops only.

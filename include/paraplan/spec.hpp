@@ -68,7 +68,8 @@ inline constexpr int kCollectiveCount = 6;
 
 /// A measured bus bandwidth for one collective on one tier (nccl-tests busbw convention).
 struct CollectiveOverride {
-  double bus_bw_bytes_per_s = 0;  ///< busbw, per rank
+  double bus_bw_bytes_per_s = 0;  ///< busbw per rank (or algbw when `algbw` is set)
+  bool algbw = false;             ///< the figure is algbw = size / time (the seeds' convention)
   Engine engine = Engine::Dma;    ///< engine the measured implementation runs on
   double compute_share = 1.0;     ///< fraction of compute it occupies (engine compute only)
 };

@@ -79,11 +79,12 @@ int cmd_check(const std::vector<std::string>& files, bool all, bool quiet) {
 
 int cmd_evaluate(const std::string& ref, const std::string& format, bool all_ops) {
   paraplan::Plan plan = paraplan::load_plan(ref);
-  paraplan::ComputeBreakdown b = paraplan::estimate_compute(plan);
+  paraplan::CommBreakdown comm = paraplan::estimate_comm(plan);
+  paraplan::ComputeBreakdown b = paraplan::estimate_compute(plan, comm.routing.rank_load);
   if (format == "json") {
-    std::cout << paraplan::compute_json(plan, b);
+    std::cout << paraplan::compute_json(plan, b, &comm);
   } else {
-    std::cout << paraplan::compute_text(plan, b, all_ops);
+    std::cout << paraplan::compute_text(plan, b, all_ops) << paraplan::comm_text(plan, comm);
   }
   return kExitOk;
 }

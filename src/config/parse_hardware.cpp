@@ -14,6 +14,7 @@ const EnumNames<Topology> kTopologyNames{{"switch", Topology::Switch},
                                          {"ring", Topology::Ring},
                                          {"pairs", Topology::Pairs}};
 const EnumNames<Engine> kEngineNames{{"dma", Engine::Dma}, {"compute", Engine::Compute}};
+const EnumNames<bool> kConventionNames{{"busbw", false}, {"algbw", true}};
 const EnumNames<LinkPairing> kPairingNames{{"node_pairs", LinkPairing::NodePairs},
                                            {"vnode_pairs", LinkPairing::VnodePairs}};
 const EnumNames<Dtype> kDtypeNames{{"bf16", Dtype::Bf16},
@@ -124,6 +125,7 @@ CollectiveOverride read_override(const Node& node, const std::string& path, Diag
   MapReader r(&node, diags, path);
   if (auto v = r.quantity("bandwidth", Quantity::Rate, Need::Required)) o.bus_bw_bytes_per_s = *v;
   if (auto v = r.enumeration("engine", kEngineNames)) o.engine = *v;
+  if (auto v = r.enumeration("convention", kConventionNames)) o.algbw = *v;
   if (auto v = r.fraction("compute_share")) {
     o.compute_share = *v;
     if (o.engine != Engine::Compute) {

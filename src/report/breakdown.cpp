@@ -67,7 +67,23 @@ std::string strategy_json(const Plan& plan) {
   return w.str();
 }
 
-std::string compute_json(const Plan& plan, const ComputeBreakdown& b) {
+void write_comm_op(report::JsonWriter& w, const CommOpEstimate& op) {
+  w.begin_object();
+  w.field("name", op.name).field("phase", op.phase).field("kind", "comm");
+  w.field("group", op.group).field("algorithm", op.algorithm);
+  w.field("time_s", op.time_s).field("compute_s", op.compute_s).field("queueing_s", op.queueing_s);
+  w.key("stages").begin_array();
+  for (const CommStageEstimate& st : op.stages) {
+    w.begin_object();
+    w.field("name", st.name).field("link", st.link).field("engine", st.engine);
+    w.field("bytes", st.bytes).field("bandwidth_bytes_per_s", st.bandwidth).field("time_s", st.time_s);
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+}
+
+std::string compute_json(const Plan& plan, const ComputeBreakdown& b, const CommBreakdown* comm) {
   report::JsonWriter w;
   w.begin_object();
   w.key("strategy");
@@ -104,10 +120,32 @@ std::string compute_json(const Plan& plan, const ComputeBreakdown& b) {
       w.field("per_die", op.per_die);
       w.end_object();
     }
+    if (comm != nullptr) {
+      for (const LayerComm& lc : comm->layers) {
+        if (lc.kind != l.kind) continue;
+        for (const CommOpEstimate& op : lc.ops) write_comm_op(w, op);
+      }
+    }
     w.end_array();
     w.end_object();
   }
   w.end_array();
+  if (comm != nullptr) {
+    const RoutingEstimate& r = comm->routing;
+    w.key("routing").begin_object();
+    w.field("ep", r.ep).field("ep_over_dies", r.ep_over_dies);
+    w.field("ranks_per_node", r.ranks_per_node).field("nodes", r.nodes);
+    w.field("p_rank", r.p_rank).field("p_node", r.p_node);
+    w.field("ranks_per_token", r.ranks_per_token).field("nodes_per_token", r.nodes_per_token);
+    w.field("expert_load", r.expert_load).field("rank_load", r.rank_load);
+    w.field("dispatch_bytes_per_token", r.dispatch_bytes_per_token);
+    w.field("combine_bytes_per_token", r.combine_bytes_per_token);
+    w.end_object();
+    if (plan.strategy.parallel.pp > 1) {
+      w.key("pp_send");
+      write_comm_op(w, comm->pp_send);
+    }
+  }
   w.end_object();
   return w.str() + "\n";
 }
@@ -156,6 +194,44 @@ std::string compute_text(const Plan& plan, const ComputeBreakdown& b, bool all_o
              pad(op.kind == "memory" ? "" : fmt("%.2f", op.efficiency), 7, true) +
              pad(ms(op.time_s), 10, true) + "\n";
     }
+  }
+  return out;
+}
+
+std::string comm_text(const Plan& plan, const CommBreakdown& c) {
+  std::string out;
+  const RoutingEstimate& r = c.routing;
+  if (r.ep > 1) {
+    out += "routing   EP" + std::to_string(r.ep) + (r.ep_over_dies ? " over dies" : "") + ", " +
+           std::to_string(r.ranks_per_node) + " EP ranks per node, " + std::to_string(r.nodes) +
+           " node" + (r.nodes == 1 ? "" : "s") + "; a token needs a given rank with p = " +
+           fmt("%.4f", r.p_rank) + ", a given node with p = " + fmt("%.4f", r.p_node) + "; " +
+           fmt("%.2f", r.ranks_per_token) + " ranks and " + fmt("%.2f", r.nodes_per_token) +
+           " nodes per token\n";
+    out += "load      busiest expert " + fmt("%.3f", r.expert_load) + "x the mean, busiest rank " +
+           fmt("%.3f", r.rank_load) + "x (uniform routing), strategy imbalance " +
+           fmt("%.2f", plan.strategy.moe.imbalance) + "x\n";
+  }
+  out += "\nCommunication per layer, one micro-batch (before overlap with compute):\n";
+  for (const LayerComm& l : c.layers) {
+    if (l.ops.empty()) continue;
+    out += "\n" + l.kind + " layer: forward " + ms(l.forward_s) + " ms, backward " + ms(l.backward_s) +
+           " ms" + (l.queueing_s > 0 ? ", queueing " + ms(l.queueing_s) + " ms" : std::string()) + "\n";
+    for (const CommOpEstimate& op : l.ops) {
+      out += "  " + pad(op.name, 22) + pad(op.phase, 10) + pad(op.algorithm, 20) +
+             pad(ms(op.time_s), 9, true) + " ms" +
+             (op.compute_s > 0 ? "  (compute busy " + ms(op.compute_s) + " ms)" : std::string()) + "\n";
+      for (const CommStageEstimate& st : op.stages) {
+        out += "      " + pad(st.name, 28) + pad(st.link, 16) + pad(st.engine, 9) +
+               pad(units::format_size(st.bytes), 11, true) + pad(units::format_rate(st.bandwidth), 12, true) +
+               pad(ms(st.time_s), 9, true) + " ms\n";
+      }
+    }
+  }
+  if (plan.strategy.parallel.pp > 1) {
+    out += "\npipeline  send/recv of one micro-batch's activations: " +
+           units::format_size(c.pp_send.stages.empty() ? 0 : c.pp_send.stages[0].bytes) + ", " +
+           ms(c.pp_send.time_s) + " ms\n";
   }
   return out;
 }

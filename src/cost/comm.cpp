@@ -1,0 +1,242 @@
+#include "cost/comm.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace paraplan::cost {
+
+const char* name(Algorithm a) {
+  switch (a) {
+    case Algorithm::Ring: return "ring";
+    case Algorithm::Hierarchical: return "hierarchical";
+    case Algorithm::HalvingDoubling: return "halving_doubling";
+    case Algorithm::Tree: return "tree";
+    case Algorithm::Direct: return "direct";
+  }
+  return "?";
+}
+
+const char* name(Collective c) {
+  switch (c) {
+    case Collective::AllReduce: return "all_reduce";
+    case Collective::AllGather: return "all_gather";
+    case Collective::ReduceScatter: return "reduce_scatter";
+    case Collective::AllToAll: return "all_to_all";
+    case Collective::SendRecv: return "send_recv";
+    case Collective::Broadcast: return "broadcast";
+  }
+  return "?";
+}
+
+int GroupSpan::outer() const {
+  for (int j = static_cast<int>(members.size()) - 1; j >= 0; --j) {
+    if (fanout(static_cast<std::size_t>(j)) > 1) return j;
+  }
+  return -1;
+}
+
+GroupSpan place(const HardwareSpec& hw, int size, long long stride, bool dies) {
+  GroupSpan g;
+  g.size = std::max(1, size);
+  g.dies = dies && hw.device.dies > 1;
+  stride = std::max(1LL, stride);
+  long long capacity = 1;
+  int prev = 1;
+  for (std::size_t i = 0; i < hw.tiers.size(); ++i) {
+    const TierSpec& t = hw.tiers[i];
+    if (t.name == "die" && !g.dies) continue;
+    capacity *= t.size;
+    long long m = stride >= capacity ? 1 : std::min<long long>(g.size, capacity / stride);
+    int members = static_cast<int>(std::max<long long>(prev, m));
+    if (i + 1 == hw.tiers.size()) members = g.size;  // the cluster holds every rank
+    g.tier.push_back(static_cast<int>(i));
+    g.members.push_back(members);
+    prev = members;
+  }
+  return g;
+}
+
+double tier_bandwidth(const TierSpec& t, double bytes) {
+  const auto& se = t.size_efficiency;
+  if (se.empty() || bytes <= 0) return t.bw_bytes_per_s;
+  double eff;
+  if (bytes <= se.front().bytes) {
+    eff = se.front().efficiency;
+  } else if (bytes >= se.back().bytes) {
+    eff = se.back().efficiency;
+  } else {
+    std::size_t hi = 1;
+    while (se[hi].bytes < bytes) ++hi;
+    const SizePoint& a = se[hi - 1];
+    const SizePoint& b = se[hi];
+    double w = std::log2(bytes / a.bytes) / std::log2(b.bytes / a.bytes);
+    eff = a.efficiency + w * (b.efficiency - a.efficiency);
+  }
+  return t.bw_bytes_per_s * eff;
+}
+
+namespace {
+
+// Ratio of bus volume to size: (G-1)/G for AG, RS, A2A; 2(G-1)/G for AR; 1 for the rest.
+double bus_factor(Collective op, int g) {
+  double f = (g - 1) / static_cast<double>(g);
+  switch (op) {
+    case Collective::AllReduce: return 2 * f;
+    case Collective::AllGather:
+    case Collective::ReduceScatter:
+    case Collective::AllToAll: return f;
+    case Collective::SendRecv:
+    case Collective::Broadcast: return 1.0;
+  }
+  return 1.0;
+}
+
+struct Crossing {
+  int pos;          // position in the span
+  const TierSpec* tier;
+  int fanout;       // D_j
+  int inner;        // m_{j-1}
+  int sharers;      // ranks sharing one rank's link: the dies of a device above the die tier
+};
+
+std::vector<Crossing> crossings(const HardwareSpec& hw, const GroupSpan& g) {
+  std::vector<Crossing> out;
+  for (std::size_t j = 0; j < g.members.size(); ++j) {
+    int d = g.fanout(j);
+    if (d > 1) {
+      const TierSpec& t = hw.tiers[static_cast<std::size_t>(g.tier[j])];
+      int sharers = (g.dies && t.name != "die") ? std::max(1, hw.device.dies) : 1;
+      out.push_back({static_cast<int>(j), &t, d, j == 0 ? 1 : g.members[j - 1], sharers});
+    }
+  }
+  return out;
+}
+
+// Per-rank bandwidth of a crossing for a message of `bytes`: full meshes drive D - 1 links;
+// the dies of a device share its links to the tiers above the die tier (the size
+// efficiency is that of the device's combined message).
+double crossing_bw(const Crossing& c, double bytes) {
+  double bw = tier_bandwidth(*c.tier, bytes * c.sharers) / c.sharers;
+  return c.tier->topology == Topology::FullMesh ? bw * (c.fanout - 1) : bw;
+}
+
+CollectiveCost model_time(const std::vector<Crossing>& xs, Collective op, double S, int G,
+                          Algorithm algo) {
+  CollectiveCost c;
+  c.op = op;
+  c.algorithm = algo;
+  c.bytes = S;
+  const double passes = op == Collective::AllReduce ? 2.0 : 1.0;  // RS + AG
+  const Crossing& outer = xs.back();
+  double bw_term = 0, latency = 0;
+  for (const Crossing& x : xs) {
+    // Bytes one rank moves across this tier in the hierarchical decomposition.
+    double vol = op == Collective::AllToAll
+                     ? S * (x.inner * (x.fanout - 1)) / G
+                     : passes * (x.fanout - 1) / static_cast<double>(x.fanout) * S / x.inner;
+    c.tiers.push_back({x.tier->name, vol, 0.0});
+  }
+  switch (algo) {
+    case Algorithm::Ring: {
+      double v = bus_factor(op, G) * S;
+      double worst = 0;
+      for (std::size_t i = 0; i < xs.size(); ++i) {
+        double t = v / (crossing_bw(xs[i], v) * xs[i].inner);
+        c.tiers[i].time_s = t;
+        worst = std::max(worst, t);
+      }
+      bw_term = worst;
+      latency = passes * (G - 1) * outer.tier->latency_s;
+      break;
+    }
+    case Algorithm::Hierarchical:
+    case Algorithm::HalvingDoubling:
+    case Algorithm::Direct: {
+      double sum = 0, worst = 0;
+      for (std::size_t i = 0; i < xs.size(); ++i) {
+        double t = c.tiers[i].bytes / crossing_bw(xs[i], c.tiers[i].bytes);
+        c.tiers[i].time_s = t;
+        sum += t;
+        worst = std::max(worst, t);
+        double steps = algo == Algorithm::HalvingDoubling ? std::ceil(std::log2(xs[i].fanout))
+                       : algo == Algorithm::Direct        ? 1.0
+                                                           : xs[i].fanout - 1.0;
+        latency += passes * steps * xs[i].tier->latency_s;
+      }
+      bw_term = algo == Algorithm::HalvingDoubling ? sum : worst;
+      break;
+    }
+    case Algorithm::Tree: {
+      double worst = 0;
+      for (std::size_t i = 0; i < xs.size(); ++i) {
+        double t = passes * S / crossing_bw(xs[i], S);
+        c.tiers[i].time_s = t;
+        worst = std::max(worst, t);
+      }
+      bw_term = worst;
+      latency = passes * std::ceil(std::log2(G)) * outer.tier->latency_s;
+      break;
+    }
+  }
+  c.time_s = bw_term + latency;
+  c.engine = outer.tier->engine;
+  return c;
+}
+
+std::vector<Algorithm> candidates(Collective op) {
+  switch (op) {
+    case Collective::AllReduce:
+      return {Algorithm::Ring, Algorithm::Hierarchical, Algorithm::HalvingDoubling, Algorithm::Tree};
+    case Collective::AllGather:
+    case Collective::ReduceScatter:
+      return {Algorithm::Ring, Algorithm::Hierarchical, Algorithm::HalvingDoubling};
+    case Collective::Broadcast: return {Algorithm::Ring, Algorithm::Tree};
+    case Collective::AllToAll:
+    case Collective::SendRecv: return {Algorithm::Direct};
+  }
+  return {Algorithm::Ring};
+}
+
+}  // namespace
+
+CollectiveCost collective(const HardwareSpec& hw, Collective op, double bytes, const GroupSpan& group,
+                          const Algorithm* fixed) {
+  CollectiveCost best;
+  best.op = op;
+  best.bytes = bytes;
+  const int G = group.size;
+  if (G <= 1 || bytes <= 0) return best;
+  std::vector<Crossing> xs = crossings(hw, group);
+  if (xs.empty()) return best;
+  // A measured figure for this op on the group's outermost tier replaces the model.
+  const TierSpec& outer = *xs.back().tier;
+  if (const auto& o = outer.collective(op); o && fixed == nullptr) {
+    double bw = o->bus_bw_bytes_per_s * tier_bandwidth(outer, bytes) / outer.bw_bytes_per_s;
+    double volume = o->algbw ? bytes : bus_factor(op, G) * bytes;
+    best.algorithm = Algorithm::Direct;
+    best.time_s = volume / bw + outer.latency_s;
+    best.engine = o->engine;
+    best.compute_share = o->engine == Engine::Compute ? o->compute_share : 0.0;
+    best.measured = true;
+    best.tiers.push_back({outer.name, bus_factor(op, G) * bytes, best.time_s});
+    return best;
+  }
+  bool first = true;
+  for (Algorithm a : candidates(op)) {
+    if (fixed != nullptr && a != *fixed) continue;
+    CollectiveCost c = model_time(xs, op, bytes, G, a);
+    if (first || c.time_s < best.time_s) best = c;
+    first = false;
+  }
+  if (first) best = model_time(xs, op, bytes, G, *fixed);  // a fixed algorithm the op does not list
+  best.compute_share = best.engine == Engine::Compute ? 1.0 : 0.0;
+  return best;
+}
+
+CollectiveCost send_recv(const HardwareSpec& hw, double bytes, long long stride, bool dies) {
+  GroupSpan pair = place(hw, 2, stride, dies);
+  return collective(hw, Collective::SendRecv, bytes, pair);
+}
+
+}  // namespace paraplan::cost

@@ -1,0 +1,84 @@
+#pragma once
+// Collectives over a rank group placed on the hardware's tier hierarchy.
+//
+// A group is `size` ranks at `stride` in the Megatron rank order (TP innermost, then CP,
+// EP within DP x CP x TP, DP, PP outermost). Ranks are devices, or dies when the group is
+// die-level (BR166 die-level EP). Placed on the tiers, the group has m_j members inside
+// one unit of tier j, and fan-out D_j = m_j / m_{j-1} at tier j (D_j > 1: the collective
+// crosses tier j).
+//
+//   BR166 node pair, ranks = dies:   die(2) -> vnode(4 cards) -> node(2 VNodes) -> cluster
+//   EP32 over dies, stride 1:  m = [2, 8, 16, 32], D = [2, 4, 2, 2]
+//
+// Algorithms (S = nccl-tests "size": AG output, RS input, AR buffer, A2A send buffer):
+//   ring           bw: V / min_j (B_j x m_{j-1}),  latency (G-1) x alpha_outer
+//   hierarchical   bw: max_j (D_j-1)/D_j x S/m_{j-1} / B_j (tiers pipelined), latency sum_j (D_j-1) alpha_j
+//   halving-doubling  bw: sum_j (same volumes, one tier after the other), latency sum_j ceil(log2 D_j) alpha_j
+//   tree (all-reduce, broadcast)  bw: S / min_j B_j per direction, latency 2 log2(G) alpha_outer
+// with V = (G-1)/G x S (AG, RS), 2 (G-1)/G x S (AR); all-reduce doubles the bandwidth
+// terms of the others (RS + AG). B_j is the tier's per-rank bandwidth times its size
+// efficiency at the bytes crossing it, times (D_j - 1) links on a full mesh.
+// A measured collective of the group's outermost tier replaces the model:
+// time = V / busbw (nccl-tests convention, busbw = algbw x (G-1)/G for AG/RS/A2A,
+// x 2(G-1)/G for AR) + latency.
+
+#include <string>
+#include <vector>
+
+#include "paraplan/spec.hpp"
+
+namespace paraplan::cost {
+
+enum class Algorithm { Ring, Hierarchical, HalvingDoubling, Tree, Direct };
+
+const char* name(Algorithm a);
+const char* name(Collective c);
+
+/// A rank group placed on the tiers.
+struct GroupSpan {
+  int size = 1;
+  bool dies = false;             ///< ranks are dies
+  std::vector<int> tier;         ///< tier indices the placement uses, innermost first
+  std::vector<int> members;      ///< m_j: members inside one unit of tier[j]
+  /// Fan-out D_j at position j.
+  [[nodiscard]] int fanout(std::size_t j) const {
+    return members[j] / (j == 0 ? 1 : members[j - 1]);
+  }
+  /// Position of the outermost tier the group crosses (-1 for a group of one).
+  [[nodiscard]] int outer() const;
+};
+
+/// Places a group of `size` ranks at `stride` (in ranks). `dies` = ranks are dies (the
+/// hardware's die tier is then the innermost level), otherwise devices.
+GroupSpan place(const HardwareSpec& hw, int size, long long stride, bool dies);
+
+/// Bytes one rank moves over one tier, and the time they take there.
+struct TierTraffic {
+  std::string tier;
+  double bytes = 0;
+  double time_s = 0;
+};
+
+/// Cost of one collective call.
+struct CollectiveCost {
+  Collective op = Collective::AllReduce;
+  Algorithm algorithm = Algorithm::Ring;
+  double bytes = 0;       ///< S, nccl-tests size
+  double time_s = 0;
+  Engine engine = Engine::Dma;
+  double compute_share = 0;  ///< fraction of compute occupied while it runs
+  bool measured = false;     ///< a measured override set the time
+  std::vector<TierTraffic> tiers;  ///< per crossed tier
+};
+
+/// Time of `op` on `group` for size `bytes`, with the fastest algorithm (or `fixed`).
+CollectiveCost collective(const HardwareSpec& hw, Collective op, double bytes, const GroupSpan& group,
+                          const Algorithm* fixed = nullptr);
+
+/// Point-to-point transfer of `bytes` between two ranks `stride` apart.
+CollectiveCost send_recv(const HardwareSpec& hw, double bytes, long long stride, bool dies);
+
+/// Effective per-rank bandwidth of tier `t` at a message of `bytes` (size efficiency).
+double tier_bandwidth(const TierSpec& t, double bytes);
+
+}  // namespace paraplan::cost
