@@ -74,11 +74,18 @@ struct RoutingEstimate {
   double dispatch_bytes_per_token = 0, combine_bytes_per_token = 0;
 };
 
+/// Alpha-beta fit (least squares, Eigen) of a tier's measured message-size table.
+struct LinkFit {
+  std::string tier;
+  double alpha_s = 0, beta_bytes_per_s = 0, r2 = 0, worst_relative = 0;
+};
+
 /// Communication of a strategy: per layer kind, pipeline send/recv, routing statistics.
 struct CommBreakdown {
   RoutingEstimate routing;
   std::vector<LayerComm> layers;
   CommOpEstimate pp_send;   ///< activations to the next stage, one micro-batch
+  std::vector<LinkFit> link_fits;  ///< tiers with a size table: t = alpha + bytes / beta
 };
 
 /// The communication breakdown of a loaded strategy.

@@ -6,6 +6,7 @@
 
 #include "cost/comm.hpp"
 #include "cost/dispatch.hpp"
+#include "cost/fit.hpp"
 #include "cost/routing.hpp"
 #include "model/op_graph.hpp"
 #include "model/params.hpp"
@@ -151,6 +152,16 @@ CommBreakdown estimate_comm(const Plan& plan) {
     const double bytes = act_bytes / (sp ? p.tp : 1);
     auto c = cost::send_recv(hw, bytes, static_cast<long long>(p.tp) * p.cp * p.dp, false);
     out.pp_send = from_collective("pp_send_recv", "forward", "pp", c);
+  }
+  // Tiers with a measured size table: the alpha-beta view of the same measurements.
+  for (const TierSpec& t : hw.tiers) {
+    if (t.size_efficiency.size() < 2) continue;
+    std::vector<cost::TimedTransfer> rows;
+    for (const SizePoint& sp : t.size_efficiency) {
+      rows.push_back({sp.bytes, sp.bytes / (t.bw_bytes_per_s * sp.efficiency)});
+    }
+    cost::AlphaBeta f = cost::fit_alpha_beta(rows);
+    out.link_fits.push_back(LinkFit{t.name, f.alpha_s, f.beta_bytes_per_s, f.r2, f.worst_relative});
   }
   return out;
 }

@@ -228,6 +228,11 @@ std::string comm_text(const Plan& plan, const CommBreakdown& c) {
       }
     }
   }
+  for (const LinkFit& f : c.link_fits) {
+    out += "\nlink fit  " + f.tier + " size table: t = " + units::format_time(f.alpha_s) + " + bytes / " +
+           units::format_rate(f.beta_bytes_per_s) + " (least squares, R^2 " + fmt("%.3f", f.r2) +
+           ", worst row " + fmt("%.0f", f.worst_relative * 100) + "%)\n";
+  }
   if (plan.strategy.parallel.pp > 1) {
     out += "\npipeline  send/recv of one micro-batch's activations: " +
            units::format_size(c.pp_send.stages.empty() ? 0 : c.pp_send.stages[0].bytes) + ", " +

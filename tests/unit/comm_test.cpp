@@ -12,6 +12,7 @@
 
 #include "cost/comm.hpp"
 #include "cost/dispatch.hpp"
+#include "cost/fit.hpp"
 #include "cost/queueing.hpp"
 #include "cost/routing.hpp"
 #include "model/op_graph.hpp"
@@ -391,5 +392,36 @@ TEST_SUITE("cost.dispatch") {
       CAPTURE(ep_size);
       CHECK(rdma_bw == doctest::Approx(50e9));  // predicted; published 43 / 58 / 51
     }
+  }
+}
+
+TEST_SUITE("cost.fit") {
+  TEST_CASE("alpha-beta least squares recovers known alpha and beta") {
+    // t = 20 us + bytes / 45 GB/s, exactly, at sizes 1 KiB .. 1 GiB
+    std::vector<TimedTransfer> rows;
+    for (double s = 1024; s <= 1073741824.0; s *= 4) rows.push_back({s, 20e-6 + s / 45e9});
+    AlphaBeta f = fit_alpha_beta(rows);
+    CHECK(f.alpha_s == doctest::Approx(20e-6).epsilon(1e-9));
+    CHECK(f.beta_bytes_per_s == doctest::Approx(45e9).epsilon(1e-9));
+    CHECK(f.r2 == doctest::Approx(1.0));
+    CHECK(f.worst_relative < 1e-9);
+  }
+
+  TEST_CASE("the seed's BR166 send/recv table: a millisecond-scale alpha") {
+    // SEED_DIGEST.md sec. 1.4, column A: 1 / 32 / 64 / 128 / 256 / 1024 MiB at 0.18 / 3.88 /
+    // 8.07 / 7.55 / 11.04 / 12.19 GB/s. 1 MiB at 0.18 GB/s takes 5.8 ms: the fit must put
+    // most of that in alpha, and the 1 GiB row near 12 GB/s into beta.
+    const double mib[] = {1, 32, 64, 128, 256, 1024};
+    const double gbps[] = {0.18, 3.88, 8.07, 7.55, 11.04, 12.19};
+    std::vector<TimedTransfer> rows;
+    for (int i = 0; i < 6; ++i) rows.push_back({mib[i] * 1048576.0, mib[i] * 1048576.0 / (gbps[i] * 1e9)});
+    AlphaBeta f = fit_alpha_beta(rows);
+    MESSAGE("BR166 inter-node send/recv fit: alpha " << f.alpha_s * 1e3 << " ms, beta "
+            << f.beta_bytes_per_s / 1e9 << " GB/s, R^2 " << f.r2 << ", worst row "
+            << f.worst_relative * 100 << "%");
+    CHECK(f.alpha_s > 1e-3);
+    CHECK(f.beta_bytes_per_s > 10e9);
+    CHECK(f.beta_bytes_per_s < 16e9);
+    CHECK(f.r2 > 0.95);
   }
 }
