@@ -200,6 +200,8 @@ enum class Dispatch { AllGather, AllToAll, DeepEp, SendRecvAllGather, SendRecvDe
 enum class Routing { Uniform, NodeLimited };
 enum class Schedule { OneFOneB, Interleaved, ZeroBubble, DualPipe, DualPipeV };
 enum class Objective { Tgs, StepTime, Mfu, Memory };
+/// Collective algorithm for TP / CP / DP collectives; Auto picks the fastest.
+enum class CollectiveAlgorithm { Auto, Ring, Hierarchical, HalvingDoubling, Tree };
 
 /// Modules that can be recomputed one by one (Megatron-LM `--recompute-modules` names).
 enum class RecomputeModule { CoreAttn, LayerNorm, MlaUpProj, Mlp, Moe, MoeAct, SharedExperts };
@@ -257,6 +259,7 @@ struct Strategy {
   MoeExec moe;
   Schedule schedule = Schedule::OneFOneB;
   Overlap overlap;
+  CollectiveAlgorithm collective_algorithm = CollectiveAlgorithm::Auto;
 };
 
 /// A strategy with its hardware and model loaded.
@@ -308,6 +311,7 @@ struct SearchSpace {
   double imbalance = 1.0;
   Choice<Schedule> schedule;
   Overlap overlap;
+  CollectiveAlgorithm collective_algorithm = CollectiveAlgorithm::Auto;
   Objective objective = Objective::Tgs;
   int top = 20;
   double memory_headroom = 0.95;  ///< fraction of device memory a strategy may use

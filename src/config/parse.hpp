@@ -21,6 +21,7 @@ extern const EnumNames<Dispatch> kDispatchNames;
 extern const EnumNames<Routing> kRoutingNames;
 extern const EnumNames<Schedule> kScheduleNames;
 extern const EnumNames<Objective> kObjectiveNames;
+extern const EnumNames<CollectiveAlgorithm> kCollectiveAlgorithmNames;
 
 /// The spelling of an enum value as files write it ("allgather", "1f1b", ...).
 template <typename E>

@@ -24,6 +24,12 @@ const EnumNames<Schedule> kScheduleNames{{"1f1b", Schedule::OneFOneB},
                                          {"zero_bubble", Schedule::ZeroBubble},
                                          {"dualpipe", Schedule::DualPipe},
                                          {"dualpipev", Schedule::DualPipeV}};
+const EnumNames<CollectiveAlgorithm> kCollectiveAlgorithmNames{
+    {"auto", CollectiveAlgorithm::Auto},
+    {"ring", CollectiveAlgorithm::Ring},
+    {"hierarchical", CollectiveAlgorithm::Hierarchical},
+    {"halving_doubling", CollectiveAlgorithm::HalvingDoubling},
+    {"tree", CollectiveAlgorithm::Tree}};
 const EnumNames<Objective> kObjectiveNames{{"tgs", Objective::Tgs},
                                            {"step_time", Objective::StepTime},
                                            {"mfu", Objective::Mfu},
@@ -201,6 +207,10 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
     if (auto v = o.boolean("pp")) sp.overlap.pp = *v;
     o.finish();
   }
+  // `auto` is a value here, not "every value": read it as a plain enumeration.
+  if (auto v = r.enumeration("collective_algorithm", kCollectiveAlgorithmNames)) {
+    sp.collective_algorithm = *v;
+  }
   if (space) {
     if (auto v = r.enumeration("objective", kObjectiveNames)) sp.objective = *v;
     if (auto v = r.count("top", Need::Optional, 1, 1 << 20)) sp.top = *v;
@@ -243,6 +253,7 @@ Strategy read_strategy(const Node& root, Diags& diags) {
   s.moe.imbalance = sp.imbalance;
   s.schedule = first_or(sp.schedule, Schedule::OneFOneB);
   s.overlap = sp.overlap;
+  s.collective_algorithm = sp.collective_algorithm;
   return s;
 }
 

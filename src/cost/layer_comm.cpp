@@ -64,19 +64,29 @@ CommBreakdown estimate_comm(const Plan& plan) {
   // TP: per transformer block two collectives forward (after attention and after the MLP)
   // and two backward. With SP: all-gather before, reduce-scatter after each block
   // (Korthikanti et al. 2022); without: an all-reduce after each.
+  // The strategy may fix the algorithm of TP / CP collectives; otherwise the fastest.
+  cost::Algorithm fixed_algo = cost::Algorithm::Ring;
+  const cost::Algorithm* fixed = nullptr;
+  switch (s.collective_algorithm) {
+    case CollectiveAlgorithm::Auto: break;
+    case CollectiveAlgorithm::Ring: fixed_algo = cost::Algorithm::Ring; fixed = &fixed_algo; break;
+    case CollectiveAlgorithm::Hierarchical: fixed_algo = cost::Algorithm::Hierarchical; fixed = &fixed_algo; break;
+    case CollectiveAlgorithm::HalvingDoubling: fixed_algo = cost::Algorithm::HalvingDoubling; fixed = &fixed_algo; break;
+    case CollectiveAlgorithm::Tree: fixed_algo = cost::Algorithm::Tree; fixed = &fixed_algo; break;
+  }
   std::vector<CommOpEstimate> tp_ops;
   if (p.tp > 1) {
     cost::GroupSpan g = cost::place(hw, p.tp, 1, false);
     const bool sp = p.sp || m.moe.has_value();
     if (sp) {
-      auto ag = cost::collective(hw, Collective::AllGather, act_bytes, g);
-      auto rs = cost::collective(hw, Collective::ReduceScatter, act_bytes, g);
+      auto ag = cost::collective(hw, Collective::AllGather, act_bytes, g, fixed);
+      auto rs = cost::collective(hw, Collective::ReduceScatter, act_bytes, g, fixed);
       tp_ops.push_back(from_collective("tp_all_gather", "forward", "tp", ag));
       tp_ops.push_back(from_collective("tp_reduce_scatter", "forward", "tp", rs));
       tp_ops.push_back(from_collective("tp_all_gather", "backward", "tp", ag));
       tp_ops.push_back(from_collective("tp_reduce_scatter", "backward", "tp", rs));
     } else {
-      auto ar = cost::collective(hw, Collective::AllReduce, act_bytes, g);
+      auto ar = cost::collective(hw, Collective::AllReduce, act_bytes, g, fixed);
       tp_ops.push_back(from_collective("tp_all_reduce", "forward", "tp", ar));
       tp_ops.push_back(from_collective("tp_all_reduce", "backward", "tp", ar));
     }
@@ -91,8 +101,8 @@ CommBreakdown estimate_comm(const Plan& plan) {
                                 : heads;
     const double kv = tok.per_device * kv_heads * (model::qk_head_dim(m) + model::v_head_dim(m)) * 2;
     cost::GroupSpan g = cost::place(hw, p.cp, p.tp, false);
-    auto ag = cost::collective(hw, Collective::AllGather, kv * p.cp, g);
-    auto rs = cost::collective(hw, Collective::ReduceScatter, kv * p.cp, g);
+    auto ag = cost::collective(hw, Collective::AllGather, kv * p.cp, g, fixed);
+    auto rs = cost::collective(hw, Collective::ReduceScatter, kv * p.cp, g, fixed);
     cp_ops.push_back(from_collective("cp_kv_all_gather", "forward", "cp", ag));
     cp_ops.push_back(from_collective("cp_kv_all_gather", "backward", "cp", ag));
     cp_ops.push_back(from_collective("cp_kv_grad_reduce_scatter", "backward", "cp", rs));

@@ -40,6 +40,7 @@ void write_strategy(report::JsonWriter& w, const Plan& plan) {
   w.field("imbalance", s.moe.imbalance);
   w.end_object();
   w.field("schedule", spelling(kScheduleNames, s.schedule));
+  w.field("collective_algorithm", spelling(kCollectiveAlgorithmNames, s.collective_algorithm));
   w.key("overlap").begin_object();
   w.field("ep", s.overlap.ep).field("dp", s.overlap.dp).field("tp", s.overlap.tp).field("pp", s.overlap.pp);
   w.end_object();

@@ -425,3 +425,23 @@ TEST_SUITE("cost.fit") {
     CHECK(f.r2 > 0.95);
   }
 }
+
+TEST_SUITE("cost.comm") {
+  TEST_CASE("a strategy can fix the collective algorithm; auto is never slower") {
+    const char* yaml =
+        "hardware: a100-sxm-ib\nmodel: gpt3-175b\nnodes: 8\n"
+        "parallel: {tp: 8, pp: 8, dp: 1}\n"
+        "training: {micro_batch: 1, global_batch: 64}\n"
+        "collective_algorithm: ring\n";
+    Plan ring = parse_plan(yaml, "ring.yaml");
+    CHECK(ring.strategy.collective_algorithm == CollectiveAlgorithm::Ring);
+    CommBreakdown fixed = estimate_comm(ring);
+    Plan best = ring;
+    best.strategy.collective_algorithm = CollectiveAlgorithm::Auto;
+    CommBreakdown any = estimate_comm(best);
+    REQUIRE(!fixed.layers.empty());
+    REQUIRE(!fixed.layers[0].ops.empty());
+    CHECK(fixed.layers[0].ops[0].algorithm == "ring");
+    CHECK(any.layers[0].forward_s <= fixed.layers[0].forward_s);
+  }
+}
