@@ -107,4 +107,56 @@ struct ComputeBreakdown {
 [[nodiscard]] PARAPLAN_EXPORT ComputeBreakdown estimate_compute(const Plan& plan,
                                                                 double expert_load = 1.0);
 
+// ---------------------------------------------------------------------------------------
+// Memory (docs/cost-model.md, section "Memory")
+// ---------------------------------------------------------------------------------------
+
+/// A named share of one memory component (an activation module, a buffer), bytes per device.
+struct MemoryPart {
+  std::string name;  ///< e.g. "moe.dispatched", "ep_dispatch"
+  double bytes = 0;  ///< per device (card)
+};
+
+/// Peak memory of one pipeline rank on one device (card), in bytes. The components add up:
+/// total = weights + gradients + optimizer_states + activations + buffers + reserve.
+struct StageMemory {
+  int stage = 0;              ///< pipeline rank, 0-based
+  int layers = 0;             ///< transformer layers held (all chunks; DualPipe: both copies)
+  int dense_layers = 0;       ///< of them dense-FFN layers
+  int moe_layers = 0;         ///< of them MoE layers
+  bool embedding = false;     ///< holds the input embedding
+  bool head = false;          ///< holds the final norm, LM head and loss (and the MTP modules)
+  double dense_params = 0;    ///< parameters on the device outside routed experts (after TP)
+  double expert_params = 0;   ///< routed-expert parameters on the device (all its dies)
+  double in_flight = 0;       ///< activation sets held at the peak: (micro-batch, chunk) pairs
+  double weights = 0;         ///< BF16 weights (+ FP8 copies), ZeRO-3 sharded
+  double gradients = 0;       ///< FP32 main gradients, ZeRO-2/3 sharded
+  double optimizer_states = 0;  ///< FP32 master weights + moments, ZeRO-1+ sharded; 0 when offloaded
+  double activations = 0;     ///< stored for backward by the in-flight micro-batches + recompute working set
+  double buffers = 0;         ///< communication buffers, logits, GEMM workspace
+  double reserve = 0;         ///< the hardware's memory_reserve
+  double total = 0;           ///< sum of the above
+  double host_bytes = 0;      ///< per device in host memory (offloaded optimizer states, activations)
+  std::vector<MemoryPart> activation_parts;  ///< activations by module (sums to `activations`)
+  std::vector<MemoryPart> buffer_parts;      ///< buffers by kind (sums to `buffers`)
+};
+
+/// Per-device memory of every pipeline rank of a strategy and its feasibility.
+struct MemoryEstimate {
+  std::vector<StageMemory> stages;  ///< one per pipeline rank
+  int worst_stage = 0;              ///< index of the stage with the largest total
+  double capacity = 0;              ///< device memory, bytes
+  int micro_batches = 0;            ///< per step per DP rank: global_batch / (dp x micro_batch)
+  bool feasible = true;             ///< every stage fits in `capacity`, host memory fits
+  std::vector<std::string> infeasible_reasons;  ///< names the stage, largest part and overflow
+  double host_bytes_per_node = 0;   ///< host memory the busiest node needs (offload)
+  double host_capacity = 0;         ///< host memory per node; 0 = unknown, not checked
+};
+
+/// Peak memory per pipeline rank. `expert_load` is the slowest rank's expert load over the
+/// mean (>= 1), multiplied with the strategy's `imbalance`, as in estimate_compute; MoE
+/// activations use the slowest rank's token count. Formulas: docs/cost-model.md, "Memory".
+[[nodiscard]] PARAPLAN_EXPORT MemoryEstimate estimate_memory(const Plan& plan,
+                                                             double expert_load = 1.0);
+
 }  // namespace paraplan

@@ -27,4 +27,16 @@ namespace paraplan {
 [[nodiscard]] PARAPLAN_EXPORT std::string compute_text(const Plan& plan, const ComputeBreakdown& b,
                                                        bool all_ops);
 
+/// Memory of a strategy as a JSON object: the pinned `memory_bytes` keys (DESIGN.md sec. 5:
+/// weights, gradients, optimizer_states, activations, buffers, reserve, total, capacity) for
+/// the worst stage, `feasible`, `infeasible_reasons`, `worst_stage`, `micro_batches`,
+/// `host` {bytes_per_node, capacity} and `stages` [...] with each stage's components,
+/// activations by module and buffers by kind. Bytes per device.
+[[nodiscard]] PARAPLAN_EXPORT std::string memory_json(const Plan& plan, const MemoryEstimate& m);
+
+/// A readable memory report: one row per pipeline stage (layers, in-flight sets, each
+/// component, total), the worst stage's activations by module and buffers, host memory
+/// and the feasibility verdict with its reasons.
+[[nodiscard]] PARAPLAN_EXPORT std::string memory_text(const Plan& plan, const MemoryEstimate& m);
+
 }  // namespace paraplan

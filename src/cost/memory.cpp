@@ -1,0 +1,632 @@
+#include "cost/memory.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "model/op_graph.hpp"
+#include "model/params.hpp"
+#include "paraplan/units.hpp"
+
+namespace paraplan::cost {
+namespace {
+
+// What a stored tensor is, for the recompute rules and the by-module breakdown.
+enum class Tag {
+  NormInput,      // inputs of the two layer norms (kept for their backward)
+  NormOutput,     // outputs of the two layer norms = inputs of attention and MLP/MoE GEMMs
+  MlaCompressed,  // MLA q_a / kv_a outputs: compressed q and kv, with the shared k_rope
+  MlaUp,          // MLA q/kv norm outputs and up-projected q, k, v (with rope parts)
+  AttnQkv,        // MHA/GQA q, k, v
+  CoreAttn,       // flash: FP32 log-sum-exp; otherwise the s x s softmax, mask, dropout output
+  AttnOut,        // attention output = o_proj input
+  Dropout,        // 1-byte dropout masks (Korthikanti's model only)
+  Mlp,            // dense MLP fc1 (gate/up) output
+  MlpAct,         // dense MLP activation output = fc2 input
+  Router,         // FP32 router scores and the routing map
+  Dispatched,     // top-k token copies on this rank after dispatch (slowest rank)
+  ExpertFc1,      // expert gate/up outputs
+  ExpertAct,      // expert activation outputs = expert down-projection inputs
+  ExpertOut,      // expert outputs, kept for the probability-weighted combine
+  Shared,         // shared-expert intermediates
+};
+
+const char* part_name(Tag t) {
+  switch (t) {
+    case Tag::NormInput: return "norm_inputs";
+    case Tag::NormOutput: return "norm_outputs";
+    case Tag::MlaCompressed: return "mla.compressed";
+    case Tag::MlaUp: return "mla.up_proj";
+    case Tag::AttnQkv: return "attention.qkv";
+    case Tag::CoreAttn: return "attention.core";
+    case Tag::AttnOut: return "attention.output";
+    case Tag::Dropout: return "dropout_masks";
+    case Tag::Mlp: return "mlp.fc1";
+    case Tag::MlpAct: return "mlp.act";
+    case Tag::Router: return "moe.router";
+    case Tag::Dispatched: return "moe.dispatched";
+    case Tag::ExpertFc1: return "moe.expert_fc1";
+    case Tag::ExpertAct: return "moe.expert_act";
+    case Tag::ExpertOut: return "moe.expert_output";
+    case Tag::Shared: return "moe.shared_experts";
+  }
+  return "?";
+}
+
+// Megatron-LM --recompute-modules: which stored tensors a module's recompute drops.
+bool recomputed(const Recompute& r, Tag t) {
+  switch (r.mode) {
+    case RecomputeMode::None:
+    case RecomputeMode::Full: return false;  // full is handled by the caller
+    case RecomputeMode::Selective: return t == Tag::CoreAttn;  // Korthikanti et al. 2022
+    case RecomputeMode::Modules: break;
+  }
+  switch (t) {
+    case Tag::CoreAttn: return r.has(RecomputeModule::CoreAttn);
+    case Tag::NormOutput: return r.has(RecomputeModule::LayerNorm);
+    case Tag::MlaUp: return r.has(RecomputeModule::MlaUpProj);
+    case Tag::Mlp:
+    case Tag::MlpAct: return r.has(RecomputeModule::Mlp);
+    case Tag::Router:
+    case Tag::Dispatched:
+    case Tag::ExpertFc1:
+    case Tag::ExpertOut: return r.has(RecomputeModule::Moe);
+    case Tag::ExpertAct: return r.has(RecomputeModule::Moe) || r.has(RecomputeModule::MoeAct);
+    case Tag::Shared: return r.has(RecomputeModule::Moe) || r.has(RecomputeModule::SharedExperts);
+    case Tag::NormInput:
+    case Tag::MlaCompressed:
+    case Tag::AttnQkv:
+    case Tag::AttnOut:
+    case Tag::Dropout: return false;
+  }
+  return false;
+}
+
+void add_part(std::vector<MemoryPart>& parts, const std::string& name, double bytes) {
+  if (bytes <= 0) return;
+  for (MemoryPart& p : parts) {
+    if (p.name == name) {
+      p.bytes += bytes;
+      return;
+    }
+  }
+  parts.push_back({name, bytes});
+}
+
+void add_parts(std::vector<MemoryPart>& to, const std::vector<MemoryPart>& from, double factor) {
+  for (const MemoryPart& p : from) add_part(to, p.name, p.bytes * factor);
+}
+
+int seq_of(const Plan& plan) {
+  return plan.strategy.training.seq_len > 0 ? plan.strategy.training.seq_len : plan.model.seq_len;
+}
+
+// Tokens through norms, residuals and saved GEMM inputs: T / tp with sequence parallelism
+// (MoE layers with tp > 1 always use it, as Megatron-Core requires), else T.
+double replicated_tokens(const Plan& plan, double T) {
+  const Parallel& p = plan.strategy.parallel;
+  const bool sp = p.sp || (plan.model.moe && p.tp > 1);
+  return sp ? T / p.tp : T;
+}
+
+int dies_per_rank_group(const Plan& plan) {
+  return plan.strategy.ep_over_dies ? std::max(1, plan.hardware.device.dies) : 1;
+}
+
+// Attention parameters on one TP rank: column-parallel projections split by t, MLA's down-
+// projections and their norms replicated; GQA with t > kv_heads keeps one KV head per rank.
+double attention_params_per_rank(const ModelSpec& m, double t) {
+  const AttentionSpec& a = m.attention;
+  const double h = m.hidden, heads = a.heads;
+  const double dqk = model::qk_head_dim(m), dv = model::v_head_dim(m);
+  if (a.kind == AttentionKind::Mla) {
+    double q = a.q_lora_rank > 0
+                   ? h * a.q_lora_rank + static_cast<double>(model::norm_params(m, a.q_lora_rank)) +
+                         static_cast<double>(a.q_lora_rank) * heads * dqk / t
+                   : h * heads * dqk / t;
+    double kv = h * (a.kv_lora_rank + a.qk_rope_head_dim) +
+                static_cast<double>(model::norm_params(m, a.kv_lora_rank)) +
+                static_cast<double>(a.kv_lora_rank) * heads * (a.qk_nope_head_dim + a.v_head_dim) / t;
+    return q + kv + heads * dv * h / t;
+  }
+  const double d = a.head_dim;
+  const double kvh = t <= a.kv_heads ? a.kv_heads / t : 1.0;
+  double w = h * heads * d / t + 2 * h * kvh * d + heads * d * h / t;
+  double b = m.bias ? heads * d / t + 2 * kvh * d + h : 0.0;
+  return w + b;
+}
+
+// A feed-forward block of width f split t ways (row-parallel output bias replicated).
+double ffn_params_per_rank(const ModelSpec& m, double f, double t) {
+  const double h = m.hidden;
+  if (m.ffn.kind == FfnKind::Swiglu) return 3 * h * f / t + (m.bias ? 2 * f / t + h : 0.0);
+  return 2 * h * f / t + (m.bias ? f / t + h : 0.0);
+}
+
+double dense_layer_params_per_rank(const ModelSpec& m, double t) {
+  return 2.0 * static_cast<double>(model::norm_params(m, m.hidden)) + attention_params_per_rank(m, t) +
+         ffn_params_per_rank(m, m.ffn.intermediate, t);
+}
+
+// A MoE layer on one device, without its routed experts.
+double moe_layer_dense_params_per_rank(const ModelSpec& m, double t) {
+  if (!m.moe) return 0;
+  return 2.0 * static_cast<double>(model::norm_params(m, m.hidden)) + attention_params_per_rank(m, t) +
+         static_cast<double>(model::router_params(m)) +
+         m.moe->shared_experts * ffn_params_per_rank(m, m.moe->shared_expert_intermediate, t);
+}
+
+// Routed-expert parameters of one MoE layer on one device (card).
+double moe_layer_expert_params_per_device(const Plan& plan) {
+  const ModelSpec& m = plan.model;
+  if (!m.moe) return 0;
+  const Parallel& p = plan.strategy.parallel;
+  const double experts = static_cast<double>(m.moe->routed_experts) / p.ep * dies_per_rank_group(plan);
+  return experts * ffn_params_per_rank(m, m.moe->expert_intermediate, p.etp);
+}
+
+// Activations of the head chunk's extras for one micro-batch (per set): final norm input and
+// LM-head input; per MTP depth also its two norm inputs, the 2h concatenation fed to eh_proj,
+// its final norm input and head input. MTP's transformer block is counted as a layer.
+std::vector<MemoryPart> head_activations(const Plan& plan, double Tr) {
+  const double h = plan.model.hidden;
+  std::vector<MemoryPart> parts;
+  add_part(parts, "head", 2 * Tr * h * kBf16Bytes);
+  if (plan.model.mtp_depth > 0) add_part(parts, "mtp", plan.model.mtp_depth * 6 * Tr * h * kBf16Bytes);
+  return parts;
+}
+
+// Communication buffers of the MoE dispatch on one device (card), the dispatch's transient
+// working memory on top of the stored activations.
+double dispatch_buffer_bytes(const Plan& plan, const model::Tokens& tok) {
+  const ModelSpec& m = plan.model;
+  if (!m.moe) return 0;
+  const Strategy& s = plan.strategy;
+  const double h = m.hidden, k = m.moe->top_k, E = m.moe->routed_experts;
+  const double dies = dies_per_rank_group(plan);
+  const double Tr = tok.per_rank_moe;           // tokens one MoE rank routes
+  const double group = static_cast<double>(s.parallel.ep) * s.parallel.etp;
+  // Allgather: the tokens of the whole EP x ETP group plus their FP32 probabilities and
+  // routing map. With ep_over_dies one gathered buffer per card serves both dies (the seeds'
+  // "112 MB x 8 = 896 MB each rank receives", SEED_DIGEST sec. 5.1).
+  const double gathered = group * Tr * (h * kBf16Bytes + E * (kFp32Bytes + 1.0));
+  // All-to-all / DeepEP: the rank's top-k copies staged for sending (DeepEP: the seeds'
+  // staging buffer at its upper bound 8 x 112 MB per card, SEED_DIGEST sec. 5.12).
+  const double copies = k * Tr * h * kBf16Bytes * dies;
+  // Inter-node send/recv first hop: a staging buffer for the tokens of the mate rank.
+  const double staging = Tr * h * kBf16Bytes * dies;
+  switch (s.moe.dispatch) {
+    case Dispatch::AllGather: return gathered;
+    case Dispatch::AllToAll:
+    case Dispatch::DeepEp: return copies;
+    case Dispatch::SendRecvAllGather: return staging + gathered;
+    case Dispatch::SendRecvDeepEp: return staging + copies;
+  }
+  return 0;
+}
+
+std::string gb(double bytes) { return units::format_size(bytes); }
+
+}  // namespace
+
+double sum(const std::vector<MemoryPart>& parts) {
+  double s = 0;
+  for (const MemoryPart& p : parts) s += p.bytes;
+  return s;
+}
+
+std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, double expert_load,
+                                          const ActivationOptions& opt, bool apply_recompute) {
+  const ModelSpec& m = plan.model;
+  const Strategy& s = plan.strategy;
+  const model::Tokens tok = model::tokens_of(m, s, plan.hardware, expert_load * s.moe.imbalance);
+  const double t = s.parallel.tp;
+  const double T = tok.per_device;             // b s / cp
+  const double Tr = replicated_tokens(plan, T);  // T / t with SP
+  const double h = m.hidden;
+  const AttentionSpec& a = m.attention;
+  const double heads = a.heads / t;
+  const double dqk = model::qk_head_dim(m), dv = model::v_head_dim(m);
+  const bool swiglu = m.ffn.kind == FfnKind::Swiglu;
+
+  struct Stored {
+    Tag tag;
+    double bytes;
+  };
+  std::vector<Stored> st;
+  auto keep = [&](Tag tag, double elems, double bytes_per_elem) { st.push_back({tag, elems * bytes_per_elem}); };
+
+  // Korthikanti et al. 2022, sec. 4.1: each layer norm keeps its input (2sbh), and the GEMMs
+  // after it keep its output (QKV input 2sbh, MLP input 2sbh). With SP all of them are the
+  // sequence shard (the gathered input is re-gathered in backward).
+  keep(Tag::NormInput, 2 * Tr * h, kBf16Bytes);
+  keep(Tag::NormOutput, 2 * Tr * h, kBf16Bytes);
+
+  if (a.kind == AttentionKind::Mla) {
+    // DeepSeek-V2 MLA: q_a and kv_a project the SP shard; q_b / kv_b are column-parallel.
+    if (a.q_lora_rank > 0) {
+      keep(Tag::MlaCompressed, Tr * a.q_lora_rank, kBf16Bytes);  // q_a out = q norm input
+      keep(Tag::MlaUp, Tr * a.q_lora_rank, kBf16Bytes);          // q norm out = q_b input
+    }
+    keep(Tag::MlaCompressed, Tr * (a.kv_lora_rank + a.qk_rope_head_dim), kBf16Bytes);  // c_kv, k_rope
+    keep(Tag::MlaUp, Tr * a.kv_lora_rank, kBf16Bytes);  // kv norm out = kv_b input
+    keep(Tag::MlaUp, T * heads * (2 * dqk + dv), kBf16Bytes);  // q, k (nope + rope), v
+  } else {
+    // Q and K (4sbh/t) and V (2sbh/t) for MHA; GQA keeps its kv heads (one per rank when
+    // t > kv_heads).
+    const double kvh = std::max(1.0, a.kv_heads / t);
+    keep(Tag::AttnQkv, T * (heads * dqk + kvh * dqk + kvh * dv), kBf16Bytes);
+  }
+  if (opt.flash_attention) {
+    keep(Tag::CoreAttn, T * heads, kFp32Bytes);  // log-sum-exp per query and head
+  } else {
+    // softmax output (2 B), dropout mask (1 B), dropout output (2 B): 5 a s^2 b / t bytes;
+    // a rank of a context-parallel group holds s / cp queries against all s keys.
+    const double b = s.training.micro_batch, seq = seq_of(plan);
+    keep(Tag::CoreAttn, 5.0 * b * heads * (seq / s.parallel.cp) * seq, 1.0);
+  }
+  keep(Tag::AttnOut, T * heads * dv, kBf16Bytes);  // o_proj input (= flash output O)
+  if (opt.dropout) keep(Tag::Dropout, Tr * h, 1.0);  // after attention
+
+  if (!moe_layer) {
+    const double f = m.ffn.intermediate / t;
+    keep(Tag::Mlp, T * (swiglu ? 2 : 1) * f, kBf16Bytes);  // gate+up, or GeLU input (8sbh/t)
+    keep(Tag::MlpAct, T * f, kBf16Bytes);                 // fc2 input (GeLU: 8sbh/t)
+  } else if (m.moe) {
+    const MoeSpec& e = *m.moe;
+    keep(Tag::Router, Tr * e.routed_experts, kFp32Bytes + 1.0);  // FP32 scores + bool map
+    // The slowest rank's routed copies; a card holds all its dies' ranks.
+    const double copies = tok.per_expert_slowest * tok.experts_per_rank * dies_per_rank_group(plan);
+    const double fe = static_cast<double>(e.expert_intermediate) / s.parallel.etp;
+    keep(Tag::Dispatched, copies * h, kBf16Bytes);
+    keep(Tag::ExpertFc1, copies * (swiglu ? 2 : 1) * fe, kBf16Bytes);
+    keep(Tag::ExpertAct, copies * fe, kBf16Bytes);
+    keep(Tag::ExpertOut, copies * h, kBf16Bytes);
+    if (e.shared_experts > 0) {
+      const double fs = static_cast<double>(e.shared_experts) * e.shared_expert_intermediate / t;
+      keep(Tag::Shared, T * (swiglu ? 3 : 2) * fs, kBf16Bytes);
+    }
+  }
+  if (opt.dropout) keep(Tag::Dropout, Tr * h, 1.0);  // after the MLP
+
+  std::vector<MemoryPart> parts;
+  const Recompute& rc = s.training.recompute;
+  if (apply_recompute && rc.mode == RecomputeMode::Full) {
+    // Only the layer input is kept: 2sbh, or 2sbh/t with SP (Korthikanti et al. 2022).
+    add_part(parts, "layer_input", Tr * h * kBf16Bytes);
+    return parts;
+  }
+  for (const Stored& x : st) {
+    if (apply_recompute && recomputed(rc, x.tag)) continue;
+    add_part(parts, part_name(x.tag), x.bytes);
+  }
+  return parts;
+}
+
+std::vector<int> chunk_layer_counts(int layers, int chunks) {
+  chunks = std::max(1, chunks);
+  const int base = layers / chunks, rem = layers % chunks;
+  std::vector<int> counts(static_cast<std::size_t>(chunks), base + 1);
+  int shorter = rem == 0 ? chunks : chunks - rem;
+  // Outermost first: 0, V-1, 1, V-2, ...
+  for (int i = 0, lo = 0, hi = chunks - 1; i < shorter; ++i) {
+    int c = (i % 2 == 0) ? lo++ : hi--;
+    counts[static_cast<std::size_t>(c)] = base;
+  }
+  return counts;
+}
+
+std::vector<std::vector<Chunk>> rank_chunks(const ModelSpec& m, const Strategy& s) {
+  const int pp = std::max(1, s.parallel.pp);
+  const int vpp = std::max(1, s.parallel.vpp);
+  int chunks = pp;
+  if (s.schedule == Schedule::Interleaved) chunks = pp * vpp;
+  if (s.schedule == Schedule::DualPipeV) chunks = 2 * pp;
+  const std::vector<int> counts = chunk_layer_counts(m.layers, chunks);
+  std::vector<Chunk> all;
+  int first = 0;
+  for (int c = 0; c < chunks; ++c) {
+    Chunk ch;
+    ch.first_layer = first;
+    ch.layers = counts[static_cast<std::size_t>(c)];
+    ch.embedding = c == 0;
+    ch.head = c == chunks - 1;
+    first += ch.layers;
+    all.push_back(ch);
+  }
+  std::vector<std::vector<Chunk>> ranks(static_cast<std::size_t>(pp));
+  for (int r = 0; r < pp; ++r) {
+    auto& mine = ranks[static_cast<std::size_t>(r)];
+    switch (s.schedule) {
+      case Schedule::Interleaved:
+        for (int c = r; c < chunks; c += pp) mine.push_back(all[static_cast<std::size_t>(c)]);
+        break;
+      case Schedule::DualPipe:
+        mine.push_back(all[static_cast<std::size_t>(r)]);
+        if (pp > 1) mine.push_back(all[static_cast<std::size_t>(pp - 1 - r)]);
+        break;
+      case Schedule::DualPipeV:
+        mine.push_back(all[static_cast<std::size_t>(r)]);
+        mine.push_back(all[static_cast<std::size_t>(2 * pp - 1 - r)]);
+        break;
+      case Schedule::OneFOneB:
+      case Schedule::ZeroBubble:
+        mine.push_back(all[static_cast<std::size_t>(r)]);
+        break;
+    }
+  }
+  return ranks;
+}
+
+int micro_batches(const Strategy& s) {
+  const int per_step = std::max(1, s.parallel.dp * s.training.micro_batch);
+  return std::max(1, s.training.global_batch / per_step);
+}
+
+double in_flight_sets(const Strategy& s, int rank, int m) {
+  const int pp = std::max(1, s.parallel.pp);
+  const int vpp = std::max(1, s.parallel.vpp);
+  switch (s.schedule) {
+    case Schedule::Interleaved:
+      if (vpp > 1) {
+        // Megatron's interleaved 1F1B: warm-up (pp - r - 1) x 2 + (vpp - 1) x pp forward
+        // chunks, then one more before the first backward frees one.
+        return std::min(2 * (pp - rank - 1) + (vpp - 1) * pp + 1, m * vpp);
+      }
+      [[fallthrough]];
+    case Schedule::OneFOneB:
+    case Schedule::ZeroBubble:  // ZB-H1 keeps 1F1B's peak (Qi et al. 2023)
+      return std::min(pp - rank, m);
+    case Schedule::DualPipe:  // DeepSeek-V3 sec. 3.2.1 / DualPipe README: PP + 1
+      return std::min(pp + 1, m);
+    case Schedule::DualPipeV:  // PP' + 1 with PP' = 2 pp chunks on pp devices
+      return std::min(2 * pp + 1, 2 * m);
+  }
+  return std::min(pp - rank, m);
+}
+
+double optimizer_bytes_per_param(Optimizer o) {
+  switch (o) {
+    case Optimizer::Adam: return 3 * kFp32Bytes;
+    case Optimizer::Adam8bit: return kFp32Bytes + 2 * (1.0 + kFp32Bytes / kAdam8bitBlock);
+  }
+  return 3 * kFp32Bytes;
+}
+
+ParamCount chunk_params(const Plan& plan, const Chunk& c, bool embedding_copy) {
+  const ModelSpec& m = plan.model;
+  const Parallel& p = plan.strategy.parallel;
+  const double t = p.tp, h = m.hidden, vocab_shard = static_cast<double>(m.vocab) / t;
+  const int nd_model = model::dense_layers(m);
+  const int dense = std::max(0, std::min(c.first_layer + c.layers, nd_model) - c.first_layer);
+  const int moe = c.layers - dense;
+  ParamCount pc;
+  pc.dense = dense * dense_layer_params_per_rank(m, t) + moe * moe_layer_dense_params_per_rank(m, t);
+  pc.expert = moe * moe_layer_expert_params_per_device(plan);
+  if (c.embedding) {
+    // Vocab-parallel embedding; learned positions are not split.
+    pc.dense += vocab_shard * h;
+    if (m.position_embedding == PositionEmbedding::Learned) pc.dense += static_cast<double>(seq_of(plan)) * h;
+  }
+  if (c.head) {
+    pc.dense += static_cast<double>(model::norm_params(m, m.hidden));  // final norm
+    if (!m.tied_embeddings) pc.dense += vocab_shard * h;                // output head
+    if (embedding_copy) pc.dense += vocab_shard * h;
+    if (m.mtp_depth > 0) {
+      // DeepSeek-V3 sec. 2.2: per depth 3 norms, eh_proj (2h -> h, column-parallel) and one
+      // transformer block; embedding and head are shared with the main model.
+      const bool moe_block = m.moe.has_value();
+      double own = 3.0 * static_cast<double>(model::norm_params(m, m.hidden)) + 2 * h * h / t;
+      double block = moe_block ? moe_layer_dense_params_per_rank(m, t) : dense_layer_params_per_rank(m, t);
+      pc.dense += m.mtp_depth * (own + block);
+      if (moe_block) pc.expert += m.mtp_depth * moe_layer_expert_params_per_device(plan);
+    }
+  }
+  return pc;
+}
+
+double expert_dp(const Plan& plan) {
+  const Parallel& p = plan.strategy.parallel;
+  const double ranks = static_cast<double>(p.tp) * p.cp * p.dp * dies_per_rank_group(plan);
+  return std::max(1.0, ranks / (static_cast<double>(p.ep) * p.etp));
+}
+
+}  // namespace paraplan::cost
+
+namespace paraplan {
+
+MemoryEstimate estimate_memory(const Plan& plan, double expert_load) {
+  using namespace cost;
+  const ModelSpec& m = plan.model;
+  const Strategy& s = plan.strategy;
+  const Parallel& p = s.parallel;
+  const HardwareSpec& hw = plan.hardware;
+  const model::Tokens tok = model::tokens_of(m, s, hw, expert_load * s.moe.imbalance);
+  const double T = tok.per_device;
+  const double Tr = replicated_tokens(plan, T);
+  const double h = m.hidden;
+  const bool has_moe = m.moe.has_value();
+
+  MemoryEstimate est;
+  est.capacity = hw.device.memory_bytes;
+  est.host_capacity = hw.host.memory_bytes;
+  est.micro_batches = micro_batches(s);
+
+  // One micro-batch through one layer of each kind: as stored, and without recompute (the
+  // difference is what one layer's recompute materialises again during its backward).
+  const std::vector<MemoryPart> dense_act = layer_activations(plan, false, expert_load);
+  const std::vector<MemoryPart> moe_act = has_moe ? layer_activations(plan, true, expert_load)
+                                                  : std::vector<MemoryPart>{};
+  const double dense_extra = sum(layer_activations(plan, false, expert_load, {}, false)) - sum(dense_act);
+  const double moe_extra =
+      has_moe ? sum(layer_activations(plan, true, expert_load, {}, false)) - sum(moe_act) : 0.0;
+  const std::vector<MemoryPart> head_act = head_activations(plan, Tr);
+
+  const double weight_bytes = kBf16Bytes + (s.training.precision == Precision::Fp8 ? 1.0 : 0.0);
+  const double grad_bytes = kFp32Bytes;
+  const double opt_bytes = optimizer_bytes_per_param(s.training.optimizer);
+  const double dense_shard = static_cast<double>(p.dp) * p.cp;
+  const double expert_shard = expert_dp(plan);
+  const int zero = s.training.zero;
+
+  const auto ranks = rank_chunks(m, s);
+  const int pp = static_cast<int>(ranks.size());
+  for (int r = 0; r < pp; ++r) {
+    const auto& chunks = ranks[static_cast<std::size_t>(r)];
+    StageMemory st;
+    st.stage = r;
+    bool holds_embedding = false;
+    for (const Chunk& c : chunks) holds_embedding = holds_embedding || c.embedding;
+
+    // Parameters and one activation set (one micro-batch) per chunk.
+    std::vector<MemoryPart> per_set;  // summed over the rank's chunks
+    bool rank_has_moe_layer = false, rank_has_dense_layer = false;
+    for (const Chunk& c : chunks) {
+      const bool embedding_copy = c.head && (m.tied_embeddings || m.mtp_depth > 0) && !holds_embedding;
+      const ParamCount pc = chunk_params(plan, c, embedding_copy);
+      st.dense_params += pc.dense;
+      st.expert_params += pc.expert;
+      const int nd = std::max(0, std::min(c.first_layer + c.layers, model::dense_layers(m)) - c.first_layer);
+      const int nm = c.layers - nd;
+      st.dense_layers += nd;
+      st.moe_layers += nm;
+      st.embedding = st.embedding || c.embedding;
+      st.head = st.head || c.head;
+      add_parts(per_set, dense_act, nd);
+      add_parts(per_set, moe_act, nm);
+      rank_has_dense_layer = rank_has_dense_layer || nd > 0;
+      rank_has_moe_layer = rank_has_moe_layer || nm > 0;
+      if (c.head) {
+        add_parts(per_set, head_act, 1);
+        // The MTP block is a transformer layer of the model's kind.
+        add_parts(per_set, has_moe ? moe_act : dense_act, m.mtp_depth);
+        if (m.mtp_depth > 0) (has_moe ? rank_has_moe_layer : rank_has_dense_layer) = true;
+      }
+    }
+    st.layers = st.dense_layers + st.moe_layers;
+
+    // Activations: the schedule's in-flight sets, spread evenly over the rank's chunks.
+    st.in_flight = in_flight_sets(s, r, est.micro_batches);
+    const double sets_per_chunk_avg = st.in_flight / static_cast<double>(chunks.size());
+    double on_device = sets_per_chunk_avg;
+    if (s.training.activation_offload && st.in_flight > 1) {
+      // Offload: every in-flight set but the one being computed lives in host memory.
+      on_device = 1.0 / static_cast<double>(chunks.size());
+      st.host_bytes += sum(per_set) * (sets_per_chunk_avg - on_device);
+    }
+    add_parts(st.activation_parts, per_set, on_device);
+    if (s.training.recompute.mode != RecomputeMode::None) {
+      // One layer's recomputed tensors exist again while its backward runs.
+      double ws = std::max(rank_has_dense_layer ? dense_extra : 0.0, rank_has_moe_layer ? moe_extra : 0.0);
+      add_part(st.activation_parts, "recompute_working_set", ws);
+    }
+    st.activations = sum(st.activation_parts);
+
+    // Weights, gradients, optimizer states (ZeRO over DP x CP for dense parameters, over the
+    // expert-DP group for experts).
+    auto shard = [&](int stage_needed, double dense_b, double expert_b) {
+      return st.dense_params * dense_b / (zero >= stage_needed ? dense_shard : 1.0) +
+             st.expert_params * expert_b / (zero >= stage_needed ? expert_shard : 1.0);
+    };
+    st.weights = shard(3, weight_bytes, weight_bytes);
+    st.gradients = shard(2, grad_bytes, grad_bytes);
+    st.optimizer_states = shard(1, opt_bytes, opt_bytes);
+    if (s.training.optimizer_offload) {
+      st.host_bytes += st.optimizer_states;
+      st.optimizer_states = 0;
+    }
+
+    // Buffers.
+    add_part(st.buffer_parts, "gemm_workspace", kGemmWorkspaceBytes);
+    if (rank_has_moe_layer) add_part(st.buffer_parts, "ep_dispatch", dispatch_buffer_bytes(plan, tok));
+    if (st.head) {
+      // FP32 logits of the vocab shard for the loss, main head and each MTP head.
+      add_part(st.buffer_parts, "logits", (1 + m.mtp_depth) * T * m.vocab / p.tp * kFp32Bytes);
+    }
+    if (p.pp > 1) add_part(st.buffer_parts, "pp_p2p", 2 * Tr * h * kBf16Bytes);  // activation + gradient
+    if (Tr < T) add_part(st.buffer_parts, "sp_gather", T * h * kBf16Bytes);  // gathered GEMM input
+    if (zero >= 3) {
+      // Two layers' unsharded weights gathered ahead of use (prefetch).
+      double layer = 0;
+      if (rank_has_dense_layer) layer = dense_layer_params_per_rank(m, p.tp);
+      if (rank_has_moe_layer) {
+        layer = std::max(layer, moe_layer_dense_params_per_rank(m, p.tp) +
+                                    moe_layer_expert_params_per_device(plan));
+      }
+      add_part(st.buffer_parts, "zero3_prefetch", 2 * layer * weight_bytes);
+    }
+    st.buffers = sum(st.buffer_parts);
+    st.reserve = hw.device.memory_reserve_bytes;
+    st.total = st.weights + st.gradients + st.optimizer_states + st.activations + st.buffers + st.reserve;
+    est.stages.push_back(std::move(st));
+  }
+
+  for (std::size_t i = 1; i < est.stages.size(); ++i) {
+    if (est.stages[i].total > est.stages[static_cast<std::size_t>(est.worst_stage)].total) {
+      est.worst_stage = static_cast<int>(i);
+    }
+  }
+
+  // Host memory per node: devices are laid out with PP outermost (Megatron), so device g
+  // belongs to stage g / (tp x cp x dp).
+  const int per_node = std::max(1, hw.devices_per_node());
+  const int stage_size = std::max(1, p.tp * p.cp * p.dp);
+  for (int n = 0; n < std::max(1, s.nodes); ++n) {
+    double node = 0;
+    for (int g = n * per_node; g < (n + 1) * per_node; ++g) {
+      const int stage = std::min(pp - 1, g / stage_size);
+      node += est.stages[static_cast<std::size_t>(stage)].host_bytes;
+    }
+    est.host_bytes_per_node = std::max(est.host_bytes_per_node, node);
+  }
+
+  // Feasibility.
+  if (!est.stages.empty() && est.capacity > 0) {
+    const StageMemory& w = est.stages[static_cast<std::size_t>(est.worst_stage)];
+    if (w.total > est.capacity) {
+      struct Named {
+        const char* name;
+        double bytes;
+      };
+      const Named parts[] = {{"weights", w.weights},
+                             {"gradients", w.gradients},
+                             {"optimizer states", w.optimizer_states},
+                             {"activations", w.activations},
+                             {"buffers", w.buffers}};
+      const Named* largest = &parts[0];
+      for (const Named& n : parts) {
+        if (n.bytes > largest->bytes) largest = &n;
+      }
+      std::string reason = "stage " + std::to_string(w.stage) + " needs " + gb(w.total) + " of " +
+                           units::format_size_binary(est.capacity) + " (" + gb(est.capacity) +
+                           ") capacity: " + largest->name + " " + gb(largest->bytes) +
+                           " are the largest part";
+      const std::vector<MemoryPart>* detail = nullptr;
+      if (std::string(largest->name) == "activations") detail = &w.activation_parts;
+      if (std::string(largest->name) == "buffers") detail = &w.buffer_parts;
+      if (detail != nullptr && !detail->empty()) {
+        const MemoryPart* top = &detail->front();
+        for (const MemoryPart& mp : *detail) {
+          if (mp.bytes > top->bytes) top = &mp;
+        }
+        reason += " (" + top->name + " " + gb(top->bytes) + ")";
+      }
+      reason += "; over by " + gb(w.total - est.capacity);
+      int over = 0;
+      for (const StageMemory& sm : est.stages) over += sm.total > est.capacity ? 1 : 0;
+      if (over > 1) reason += "; " + std::to_string(over) + " of " + std::to_string(pp) + " stages do not fit";
+      est.infeasible_reasons.push_back(reason);
+    }
+  }
+  if (est.host_capacity > 0 && est.host_bytes_per_node > est.host_capacity) {
+    est.infeasible_reasons.push_back("offloaded state needs " + gb(est.host_bytes_per_node) +
+                                     " of host memory per node, more than the " +
+                                     units::format_size_binary(est.host_capacity) + " (" +
+                                     gb(est.host_capacity) + ") a node has; over by " +
+                                     gb(est.host_bytes_per_node - est.host_capacity));
+  }
+  est.feasible = est.infeasible_reasons.empty();
+  return est;
+}
+
+}  // namespace paraplan

@@ -1,0 +1,91 @@
+#pragma once
+// The memory model's building blocks, exposed for tests: where the layers sit, how many
+// activation sets a schedule keeps, the parameters per device, and the activations of one
+// layer for one micro-batch by module. Formulas and sources: docs/cost-model.md, "Memory".
+
+#include <string>
+#include <vector>
+
+#include "paraplan/estimate.hpp"
+#include "paraplan/spec.hpp"
+
+namespace paraplan::cost {
+
+/// Bytes per element / parameter.
+inline constexpr double kBf16Bytes = 2.0;
+inline constexpr double kFp32Bytes = 4.0;
+/// 8-bit Adam block size: one FP32 absmax per 2048 values of each moment
+/// (Dettmers et al. 2022, "8-bit Optimizers via Block-wise Quantization").
+inline constexpr double kAdam8bitBlock = 2048.0;
+/// GEMM workspace per device: 32 MiB, the cuBLAS recommendation for Hopper that PyTorch
+/// adopted (pytorch/pytorch#120925); assumed for every device.
+inline constexpr double kGemmWorkspaceBytes = 32.0 * 1024 * 1024;
+
+/// How activation storage is counted.
+struct ActivationOptions {
+  /// Flash attention (Dao et al. 2022): no s x s score matrix is stored, only the output
+  /// and the FP32 log-sum-exp per query and head. false = Korthikanti et al. 2022's
+  /// 5 a s^2 b bytes (softmax output 2, dropout mask 1, dropout output 2).
+  bool flash_attention = true;
+  /// Dropout after attention and MLP, 1-byte masks (Korthikanti et al. 2022's model);
+  /// modern LLM pre-training (DeepSeek-V3, Llama 3) uses none.
+  bool dropout = false;
+};
+
+/// One micro-batch through one transformer layer on one device (card), bytes by module,
+/// after the strategy's recompute setting (`apply_recompute` = false: as if none).
+std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, double expert_load,
+                                          const ActivationOptions& opt = {},
+                                          bool apply_recompute = true);
+
+/// Sum of the parts.
+double sum(const std::vector<MemoryPart>& parts);
+
+/// A contiguous slice of the model that one pipeline rank runs (a stage, or a virtual stage
+/// of an interleaved / V-shaped schedule).
+struct Chunk {
+  int first_layer = 0;     ///< index of its first transformer layer
+  int layers = 0;          ///< transformer layers in it
+  bool embedding = false;  ///< holds the input embedding (the first chunk)
+  bool head = false;       ///< holds final norm, LM head, loss and MTP (the last chunk)
+};
+
+/// Layers per chunk in model order: L layers over V chunks as evenly as possible; the
+/// V - L % V chunks one layer short are the outermost ones (first, last, second, second-
+/// to-last, ...), which also hold the embedding and the head.
+std::vector<int> chunk_layer_counts(int layers, int chunks);
+
+/// The chunks each pipeline rank holds. 1F1B / zero-bubble: chunk r. Interleaved: chunks
+/// r, r + pp, ... (Megatron). DualPipe: stages r and pp - 1 - r (two copies of the model).
+/// DualPipeV: chunks r and 2 pp - 1 - r of 2 pp (one copy).
+std::vector<std::vector<Chunk>> rank_chunks(const ModelSpec& m, const Strategy& s);
+
+/// Micro-batches per step per DP rank: global_batch / (dp x micro_batch).
+int micro_batches(const Strategy& s);
+
+/// Activation sets (micro-batch x chunk) rank r holds at its peak:
+/// 1F1B and zero-bubble (ZB-H1): min(pp - r, m);
+/// interleaved: min(2 (pp - r - 1) + (vpp - 1) pp + 1, m vpp) (Megatron's warm-up + 1);
+/// DualPipe: min(pp + 1, m) stage sets; DualPipeV: min(2 pp + 1, 2 m) chunk sets.
+double in_flight_sets(const Strategy& s, int rank, int micro_batches);
+
+/// Optimizer bytes per parameter: Adam 12 (FP32 master, m, v); 8-bit Adam 6 + 8 / 2048
+/// (FP32 master, 8-bit m and v, an FP32 scale per 2048-value block of each).
+double optimizer_bytes_per_param(Optimizer o);
+
+/// Parameters per device: dense (everything but routed experts, after TP) and routed experts
+/// (E / ep per rank, split by etp; x dies with ep_over_dies).
+struct ParamCount {
+  double dense = 0;
+  double expert = 0;
+};
+
+/// Parameters of one chunk on one device. `embedding_copy`: the rank holds the head but not
+/// the embedding and needs its own copy (tied embeddings or MTP, pp > 1; Megatron).
+ParamCount chunk_params(const Plan& plan, const Chunk& c, bool embedding_copy);
+
+/// Expert data-parallel degree: ranks holding the same expert shard,
+/// tp x cp x dp (x dies with ep_over_dies) / (ep x etp).
+double expert_dp(const Plan& plan);
+
+}  // namespace paraplan::cost
