@@ -487,7 +487,7 @@ TEST_SUITE("validation.seed_memory") {
     p.strategy.parallel.tp = 2;
     p.strategy.parallel.dp = 8;
     p.strategy.training.micro_batch = 4;
-    const StageMemory& st2 = estimate_memory(p).stages[2];
+    const StageMemory st2 = estimate_memory(p).stages[2];
     const double ours = 8 * (124993536.0 + 16 * expert);
     CHECK(st2.dense_params + st2.expert_params == ours);
     CHECK(4 * ours / kGiB == doctest::Approx(24.72).epsilon(0.0003));
