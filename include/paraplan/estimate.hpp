@@ -131,12 +131,12 @@ struct StageMemory {
   double in_flight = 0;       ///< activation sets held at the peak: (micro-batch, chunk) pairs
   double weights = 0;         ///< BF16 weights (+ FP8 copies), ZeRO-3 sharded
   double gradients = 0;       ///< FP32 main gradients, ZeRO-2/3 sharded
-  double optimizer_states = 0;  ///< FP32 master weights + moments, ZeRO-1+ sharded; 0 when offloaded
-  double activations = 0;     ///< stored for backward by the in-flight micro-batches + recompute working set
+  double optimizer_states = 0;  ///< FP32 master + moments, ZeRO-1+ sharded; 0 when offloaded
+  double activations = 0;     ///< kept for backward by in-flight micro-batches + recompute working set
   double buffers = 0;         ///< communication buffers, logits, GEMM workspace
   double reserve = 0;         ///< the hardware's memory_reserve
   double total = 0;           ///< sum of the above
-  double host_bytes = 0;      ///< per device in host memory (offloaded optimizer states, activations)
+  double host_bytes = 0;      ///< per device in host memory (offloaded optimizer, activations)
   std::vector<MemoryPart> activation_parts;  ///< activations by module (sums to `activations`)
   std::vector<MemoryPart> buffer_parts;      ///< buffers by kind (sums to `buffers`)
 };

@@ -33,22 +33,38 @@ enum class Tag {
 
 const char* part_name(Tag t) {
   switch (t) {
-    case Tag::NormInput: return "norm_inputs";
-    case Tag::NormOutput: return "norm_outputs";
-    case Tag::MlaCompressed: return "mla.compressed";
-    case Tag::MlaUp: return "mla.up_proj";
-    case Tag::AttnQkv: return "attention.qkv";
-    case Tag::CoreAttn: return "attention.core";
-    case Tag::AttnOut: return "attention.output";
-    case Tag::Dropout: return "dropout_masks";
-    case Tag::Mlp: return "mlp.fc1";
-    case Tag::MlpAct: return "mlp.act";
-    case Tag::Router: return "moe.router";
-    case Tag::Dispatched: return "moe.dispatched";
-    case Tag::ExpertFc1: return "moe.expert_fc1";
-    case Tag::ExpertAct: return "moe.expert_act";
-    case Tag::ExpertOut: return "moe.expert_output";
-    case Tag::Shared: return "moe.shared_experts";
+    case Tag::NormInput:
+      return "norm_inputs";
+    case Tag::NormOutput:
+      return "norm_outputs";
+    case Tag::MlaCompressed:
+      return "mla.compressed";
+    case Tag::MlaUp:
+      return "mla.up_proj";
+    case Tag::AttnQkv:
+      return "attention.qkv";
+    case Tag::CoreAttn:
+      return "attention.core";
+    case Tag::AttnOut:
+      return "attention.output";
+    case Tag::Dropout:
+      return "dropout_masks";
+    case Tag::Mlp:
+      return "mlp.fc1";
+    case Tag::MlpAct:
+      return "mlp.act";
+    case Tag::Router:
+      return "moe.router";
+    case Tag::Dispatched:
+      return "moe.dispatched";
+    case Tag::ExpertFc1:
+      return "moe.expert_fc1";
+    case Tag::ExpertAct:
+      return "moe.expert_act";
+    case Tag::ExpertOut:
+      return "moe.expert_output";
+    case Tag::Shared:
+      return "moe.shared_experts";
   }
   return "?";
 }
@@ -57,27 +73,38 @@ const char* part_name(Tag t) {
 bool recomputed(const Recompute& r, Tag t) {
   switch (r.mode) {
     case RecomputeMode::None:
-    case RecomputeMode::Full: return false;  // full is handled by the caller
-    case RecomputeMode::Selective: return t == Tag::CoreAttn;  // Korthikanti et al. 2022
-    case RecomputeMode::Modules: break;
+    case RecomputeMode::Full:
+      return false;  // full is handled by the caller
+    case RecomputeMode::Selective:
+      return t == Tag::CoreAttn;  // Korthikanti et al. 2022
+    case RecomputeMode::Modules:
+      break;
   }
   switch (t) {
-    case Tag::CoreAttn: return r.has(RecomputeModule::CoreAttn);
-    case Tag::NormOutput: return r.has(RecomputeModule::LayerNorm);
-    case Tag::MlaUp: return r.has(RecomputeModule::MlaUpProj);
+    case Tag::CoreAttn:
+      return r.has(RecomputeModule::CoreAttn);
+    case Tag::NormOutput:
+      return r.has(RecomputeModule::LayerNorm);
+    case Tag::MlaUp:
+      return r.has(RecomputeModule::MlaUpProj);
     case Tag::Mlp:
-    case Tag::MlpAct: return r.has(RecomputeModule::Mlp);
+    case Tag::MlpAct:
+      return r.has(RecomputeModule::Mlp);
     case Tag::Router:
     case Tag::Dispatched:
     case Tag::ExpertFc1:
-    case Tag::ExpertOut: return r.has(RecomputeModule::Moe);
-    case Tag::ExpertAct: return r.has(RecomputeModule::Moe) || r.has(RecomputeModule::MoeAct);
-    case Tag::Shared: return r.has(RecomputeModule::Moe) || r.has(RecomputeModule::SharedExperts);
+    case Tag::ExpertOut:
+      return r.has(RecomputeModule::Moe);
+    case Tag::ExpertAct:
+      return r.has(RecomputeModule::Moe) || r.has(RecomputeModule::MoeAct);
+    case Tag::Shared:
+      return r.has(RecomputeModule::Moe) || r.has(RecomputeModule::SharedExperts);
     case Tag::NormInput:
     case Tag::MlaCompressed:
     case Tag::AttnQkv:
     case Tag::AttnOut:
-    case Tag::Dropout: return false;
+    case Tag::Dropout:
+      return false;
   }
   return false;
 }
@@ -124,9 +151,10 @@ double attention_params_per_rank(const ModelSpec& m, double t) {
                    ? h * a.q_lora_rank + static_cast<double>(model::norm_params(m, a.q_lora_rank)) +
                          static_cast<double>(a.q_lora_rank) * heads * dqk / t
                    : h * heads * dqk / t;
-    double kv = h * (a.kv_lora_rank + a.qk_rope_head_dim) +
-                static_cast<double>(model::norm_params(m, a.kv_lora_rank)) +
-                static_cast<double>(a.kv_lora_rank) * heads * (a.qk_nope_head_dim + a.v_head_dim) / t;
+    double kv =
+        h * (a.kv_lora_rank + a.qk_rope_head_dim) +
+        static_cast<double>(model::norm_params(m, a.kv_lora_rank)) +
+        static_cast<double>(a.kv_lora_rank) * heads * (a.qk_nope_head_dim + a.v_head_dim) / t;
     return q + kv + heads * dv * h / t;
   }
   const double d = a.head_dim;
@@ -144,15 +172,15 @@ double ffn_params_per_rank(const ModelSpec& m, double f, double t) {
 }
 
 double dense_layer_params_per_rank(const ModelSpec& m, double t) {
-  return 2.0 * static_cast<double>(model::norm_params(m, m.hidden)) + attention_params_per_rank(m, t) +
-         ffn_params_per_rank(m, m.ffn.intermediate, t);
+  return 2.0 * static_cast<double>(model::norm_params(m, m.hidden)) +
+         attention_params_per_rank(m, t) + ffn_params_per_rank(m, m.ffn.intermediate, t);
 }
 
 // A MoE layer on one device, without its routed experts.
 double moe_layer_dense_params_per_rank(const ModelSpec& m, double t) {
   if (!m.moe) return 0;
-  return 2.0 * static_cast<double>(model::norm_params(m, m.hidden)) + attention_params_per_rank(m, t) +
-         static_cast<double>(model::router_params(m)) +
+  return 2.0 * static_cast<double>(model::norm_params(m, m.hidden)) +
+         attention_params_per_rank(m, t) + static_cast<double>(model::router_params(m)) +
          m.moe->shared_experts * ffn_params_per_rank(m, m.moe->shared_expert_intermediate, t);
 }
 
@@ -161,7 +189,8 @@ double moe_layer_expert_params_per_device(const Plan& plan) {
   const ModelSpec& m = plan.model;
   if (!m.moe) return 0;
   const Parallel& p = plan.strategy.parallel;
-  const double experts = static_cast<double>(m.moe->routed_experts) / p.ep * dies_per_rank_group(plan);
+  const double experts =
+      static_cast<double>(m.moe->routed_experts) / p.ep * dies_per_rank_group(plan);
   return experts * ffn_params_per_rank(m, m.moe->expert_intermediate, p.etp);
 }
 
@@ -172,7 +201,8 @@ std::vector<MemoryPart> head_activations(const Plan& plan, double Tr) {
   const double h = plan.model.hidden;
   std::vector<MemoryPart> parts;
   add_part(parts, "head", 2 * Tr * h * kBf16Bytes);
-  if (plan.model.mtp_depth > 0) add_part(parts, "mtp", plan.model.mtp_depth * 6 * Tr * h * kBf16Bytes);
+  if (plan.model.mtp_depth > 0)
+    add_part(parts, "mtp", plan.model.mtp_depth * 6 * Tr * h * kBf16Bytes);
   return parts;
 }
 
@@ -184,7 +214,7 @@ double dispatch_buffer_bytes(const Plan& plan, const model::Tokens& tok) {
   const Strategy& s = plan.strategy;
   const double h = m.hidden, k = m.moe->top_k, E = m.moe->routed_experts;
   const double dies = dies_per_rank_group(plan);
-  const double Tr = tok.per_rank_moe;           // tokens one MoE rank routes
+  const double Tr = tok.per_rank_moe;  // tokens one MoE rank routes
   const double group = static_cast<double>(s.parallel.ep) * s.parallel.etp;
   // Allgather: the tokens of the whole EP x ETP group plus their FP32 probabilities and
   // routing map. With ep_over_dies one gathered buffer per card serves both dies (the seeds'
@@ -196,11 +226,15 @@ double dispatch_buffer_bytes(const Plan& plan, const model::Tokens& tok) {
   // Inter-node send/recv first hop: a staging buffer for the tokens of the mate rank.
   const double staging = Tr * h * kBf16Bytes * dies;
   switch (s.moe.dispatch) {
-    case Dispatch::AllGather: return gathered;
+    case Dispatch::AllGather:
+      return gathered;
     case Dispatch::AllToAll:
-    case Dispatch::DeepEp: return copies;
-    case Dispatch::SendRecvAllGather: return staging + gathered;
-    case Dispatch::SendRecvDeepEp: return staging + copies;
+    case Dispatch::DeepEp:
+      return copies;
+    case Dispatch::SendRecvAllGather:
+      return staging + gathered;
+    case Dispatch::SendRecvDeepEp:
+      return staging + copies;
   }
   return 0;
 }
@@ -221,7 +255,7 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
   const Strategy& s = plan.strategy;
   const model::Tokens tok = model::tokens_of(m, s, plan.hardware, expert_load * s.moe.imbalance);
   const double t = s.parallel.tp;
-  const double T = tok.per_device;             // b s / cp
+  const double T = tok.per_device;               // b s / cp
   const double Tr = replicated_tokens(plan, T);  // T / t with SP
   const double h = m.hidden;
   const AttentionSpec& a = m.attention;
@@ -234,7 +268,9 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
     double bytes;
   };
   std::vector<Stored> st;
-  auto keep = [&](Tag tag, double elems, double bytes_per_elem) { st.push_back({tag, elems * bytes_per_elem}); };
+  auto keep = [&](Tag tag, double elems, double bytes_per_elem) {
+    st.push_back({tag, elems * bytes_per_elem});
+  };
 
   // Korthikanti et al. 2022, sec. 4.1: each layer norm keeps its input (2sbh), and the GEMMs
   // after it keep its output (QKV input 2sbh, MLP input 2sbh). With SP all of them are the
@@ -248,8 +284,9 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
       keep(Tag::MlaCompressed, Tr * a.q_lora_rank, kBf16Bytes);  // q_a out = q norm input
       keep(Tag::MlaUp, Tr * a.q_lora_rank, kBf16Bytes);          // q norm out = q_b input
     }
-    keep(Tag::MlaCompressed, Tr * (a.kv_lora_rank + a.qk_rope_head_dim), kBf16Bytes);  // c_kv, k_rope
-    keep(Tag::MlaUp, Tr * a.kv_lora_rank, kBf16Bytes);  // kv norm out = kv_b input
+    keep(Tag::MlaCompressed, Tr * (a.kv_lora_rank + a.qk_rope_head_dim),
+         kBf16Bytes);                                          // c_kv, k_rope
+    keep(Tag::MlaUp, Tr * a.kv_lora_rank, kBf16Bytes);         // kv norm out = kv_b input
     keep(Tag::MlaUp, T * heads * (2 * dqk + dv), kBf16Bytes);  // q, k (nope + rope), v
   } else {
     // Q and K (4sbh/t) and V (2sbh/t) for MHA; GQA keeps its kv heads (one per rank when
@@ -265,13 +302,13 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
     const double b = s.training.micro_batch, seq = seq_of(plan);
     keep(Tag::CoreAttn, 5.0 * b * heads * (seq / s.parallel.cp) * seq, 1.0);
   }
-  keep(Tag::AttnOut, T * heads * dv, kBf16Bytes);  // o_proj input (= flash output O)
+  keep(Tag::AttnOut, T * heads * dv, kBf16Bytes);    // o_proj input (= flash output O)
   if (opt.dropout) keep(Tag::Dropout, Tr * h, 1.0);  // after attention
 
   if (!moe_layer) {
     const double f = m.ffn.intermediate / t;
     keep(Tag::Mlp, T * (swiglu ? 2 : 1) * f, kBf16Bytes);  // gate+up, or GeLU input (8sbh/t)
-    keep(Tag::MlpAct, T * f, kBf16Bytes);                 // fc2 input (GeLU: 8sbh/t)
+    keep(Tag::MlpAct, T * f, kBf16Bytes);                  // fc2 input (GeLU: 8sbh/t)
   } else if (m.moe) {
     const MoeSpec& e = *m.moe;
     keep(Tag::Router, Tr * e.routed_experts, kFp32Bytes + 1.0);  // FP32 scores + bool map
@@ -387,8 +424,10 @@ double in_flight_sets(const Strategy& s, int rank, int m) {
 
 double optimizer_bytes_per_param(Optimizer o) {
   switch (o) {
-    case Optimizer::Adam: return 3 * kFp32Bytes;
-    case Optimizer::Adam8bit: return kFp32Bytes + 2 * (1.0 + kFp32Bytes / kAdam8bitBlock);
+    case Optimizer::Adam:
+      return 3 * kFp32Bytes;
+    case Optimizer::Adam8bit:
+      return kFp32Bytes + 2 * (1.0 + kFp32Bytes / kAdam8bitBlock);
   }
   return 3 * kFp32Bytes;
 }
@@ -401,23 +440,26 @@ ParamCount chunk_params(const Plan& plan, const Chunk& c, bool embedding_copy) {
   const int dense = std::max(0, std::min(c.first_layer + c.layers, nd_model) - c.first_layer);
   const int moe = c.layers - dense;
   ParamCount pc;
-  pc.dense = dense * dense_layer_params_per_rank(m, t) + moe * moe_layer_dense_params_per_rank(m, t);
+  pc.dense =
+      dense * dense_layer_params_per_rank(m, t) + moe * moe_layer_dense_params_per_rank(m, t);
   pc.expert = moe * moe_layer_expert_params_per_device(plan);
   if (c.embedding) {
     // Vocab-parallel embedding; learned positions are not split.
     pc.dense += vocab_shard * h;
-    if (m.position_embedding == PositionEmbedding::Learned) pc.dense += static_cast<double>(seq_of(plan)) * h;
+    if (m.position_embedding == PositionEmbedding::Learned)
+      pc.dense += static_cast<double>(seq_of(plan)) * h;
   }
   if (c.head) {
     pc.dense += static_cast<double>(model::norm_params(m, m.hidden));  // final norm
-    if (!m.tied_embeddings) pc.dense += vocab_shard * h;                // output head
+    if (!m.tied_embeddings) pc.dense += vocab_shard * h;               // output head
     if (embedding_copy) pc.dense += vocab_shard * h;
     if (m.mtp_depth > 0) {
       // DeepSeek-V3 sec. 2.2: per depth 3 norms, eh_proj (2h -> h, column-parallel) and one
       // transformer block; embedding and head are shared with the main model.
       const bool moe_block = m.moe.has_value();
       double own = 3.0 * static_cast<double>(model::norm_params(m, m.hidden)) + 2 * h * h / t;
-      double block = moe_block ? moe_layer_dense_params_per_rank(m, t) : dense_layer_params_per_rank(m, t);
+      double block =
+          moe_block ? moe_layer_dense_params_per_rank(m, t) : dense_layer_params_per_rank(m, t);
       pc.dense += m.mtp_depth * (own + block);
       if (moe_block) pc.expert += m.mtp_depth * moe_layer_expert_params_per_device(plan);
     }
@@ -455,9 +497,10 @@ MemoryEstimate estimate_memory(const Plan& plan, double expert_load) {
   // One micro-batch through one layer of each kind: as stored, and without recompute (the
   // difference is what one layer's recompute materialises again during its backward).
   const std::vector<MemoryPart> dense_act = layer_activations(plan, false, expert_load);
-  const std::vector<MemoryPart> moe_act = has_moe ? layer_activations(plan, true, expert_load)
-                                                  : std::vector<MemoryPart>{};
-  const double dense_extra = sum(layer_activations(plan, false, expert_load, {}, false)) - sum(dense_act);
+  const std::vector<MemoryPart> moe_act =
+      has_moe ? layer_activations(plan, true, expert_load) : std::vector<MemoryPart>{};
+  const double dense_extra =
+      sum(layer_activations(plan, false, expert_load, {}, false)) - sum(dense_act);
   const double moe_extra =
       has_moe ? sum(layer_activations(plan, true, expert_load, {}, false)) - sum(moe_act) : 0.0;
   const std::vector<MemoryPart> head_act = head_activations(plan, Tr);
@@ -482,11 +525,13 @@ MemoryEstimate estimate_memory(const Plan& plan, double expert_load) {
     std::vector<MemoryPart> per_set;  // summed over the rank's chunks
     bool rank_has_moe_layer = false, rank_has_dense_layer = false;
     for (const Chunk& c : chunks) {
-      const bool embedding_copy = c.head && (m.tied_embeddings || m.mtp_depth > 0) && !holds_embedding;
+      const bool embedding_copy =
+          c.head && (m.tied_embeddings || m.mtp_depth > 0) && !holds_embedding;
       const ParamCount pc = chunk_params(plan, c, embedding_copy);
       st.dense_params += pc.dense;
       st.expert_params += pc.expert;
-      const int nd = std::max(0, std::min(c.first_layer + c.layers, model::dense_layers(m)) - c.first_layer);
+      const int nd =
+          std::max(0, std::min(c.first_layer + c.layers, model::dense_layers(m)) - c.first_layer);
       const int nm = c.layers - nd;
       st.dense_layers += nd;
       st.moe_layers += nm;
@@ -517,7 +562,8 @@ MemoryEstimate estimate_memory(const Plan& plan, double expert_load) {
     add_parts(st.activation_parts, per_set, on_device);
     if (s.training.recompute.mode != RecomputeMode::None) {
       // One layer's recomputed tensors exist again while its backward runs.
-      double ws = std::max(rank_has_dense_layer ? dense_extra : 0.0, rank_has_moe_layer ? moe_extra : 0.0);
+      double ws =
+          std::max(rank_has_dense_layer ? dense_extra : 0.0, rank_has_moe_layer ? moe_extra : 0.0);
       add_part(st.activation_parts, "recompute_working_set", ws);
     }
     st.activations = sum(st.activation_parts);
@@ -538,12 +584,14 @@ MemoryEstimate estimate_memory(const Plan& plan, double expert_load) {
 
     // Buffers.
     add_part(st.buffer_parts, "gemm_workspace", kGemmWorkspaceBytes);
-    if (rank_has_moe_layer) add_part(st.buffer_parts, "ep_dispatch", dispatch_buffer_bytes(plan, tok));
+    if (rank_has_moe_layer)
+      add_part(st.buffer_parts, "ep_dispatch", dispatch_buffer_bytes(plan, tok));
     if (st.head) {
       // FP32 logits of the vocab shard for the loss, main head and each MTP head.
       add_part(st.buffer_parts, "logits", (1 + m.mtp_depth) * T * m.vocab / p.tp * kFp32Bytes);
     }
-    if (p.pp > 1) add_part(st.buffer_parts, "pp_p2p", 2 * Tr * h * kBf16Bytes);  // activation + gradient
+    if (p.pp > 1)
+      add_part(st.buffer_parts, "pp_p2p", 2 * Tr * h * kBf16Bytes);  // activation + gradient
     if (Tr < T) add_part(st.buffer_parts, "sp_gather", T * h * kBf16Bytes);  // gathered GEMM input
     if (zero >= 3) {
       // Two layers' unsharded weights gathered ahead of use (prefetch).
@@ -557,7 +605,8 @@ MemoryEstimate estimate_memory(const Plan& plan, double expert_load) {
     }
     st.buffers = sum(st.buffer_parts);
     st.reserve = hw.device.memory_reserve_bytes;
-    st.total = st.weights + st.gradients + st.optimizer_states + st.activations + st.buffers + st.reserve;
+    st.total =
+        st.weights + st.gradients + st.optimizer_states + st.activations + st.buffers + st.reserve;
     est.stages.push_back(std::move(st));
   }
 
@@ -614,7 +663,8 @@ MemoryEstimate estimate_memory(const Plan& plan, double expert_load) {
       reason += "; over by " + gb(w.total - est.capacity);
       int over = 0;
       for (const StageMemory& sm : est.stages) over += sm.total > est.capacity ? 1 : 0;
-      if (over > 1) reason += "; " + std::to_string(over) + " of " + std::to_string(pp) + " stages do not fit";
+      if (over > 1)
+        reason += "; " + std::to_string(over) + " of " + std::to_string(pp) + " stages do not fit";
       est.infeasible_reasons.push_back(reason);
     }
   }

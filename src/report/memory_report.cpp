@@ -83,8 +83,9 @@ std::string memory_text(const Plan& plan, const MemoryEstimate& m) {
   const Strategy& s = plan.strategy;
   std::string out;
   out += "Memory per device (GB = 1e9 bytes), " + std::to_string(m.micro_batches) +
-         " micro-batches per step, schedule " + std::string(config::spelling(config::kScheduleNames, s.schedule)) +
-         ", ZeRO-" + std::to_string(s.training.zero) + ", " +
+         " micro-batches per step, schedule " +
+         std::string(config::spelling(config::kScheduleNames, s.schedule)) + ", ZeRO-" +
+         std::to_string(s.training.zero) + ", " +
          std::string(config::spelling(config::kOptimizerNames, s.training.optimizer)) +
          (s.training.optimizer_offload ? " (offloaded)" : "") + ", recompute " +
          config::recompute_spelling(s.training.recompute) +
@@ -93,21 +94,23 @@ std::string memory_text(const Plan& plan, const MemoryEstimate& m) {
          pad("grads", 10) + pad("optim", 10) + pad("activ", 10) + pad("buffers", 10) +
          pad("reserve", 9) + pad("total", 10) + "\n";
   for (const StageMemory& st : m.stages) {
-    std::string layers = std::to_string(st.dense_layers) + "d+" + std::to_string(st.moe_layers) + "m";
+    std::string layers =
+        std::to_string(st.dense_layers) + "d+" + std::to_string(st.moe_layers) + "m";
     if (st.embedding) layers = "E " + layers;
     if (st.head) layers += " H";
     out += pad(std::to_string(st.stage) + (st.stage == m.worst_stage ? "*" : ""), 6, false) +
            pad(layers, 10) + pad(fmt("%.1f", st.in_flight), 11) + pad(gb(st.weights), 10) +
-           pad(gb(st.gradients), 10) + pad(gb(st.optimizer_states), 10) + pad(gb(st.activations), 10) +
-           pad(gb(st.buffers), 10) + pad(gb(st.reserve), 9) + pad(gb(st.total), 10) + "\n";
+           pad(gb(st.gradients), 10) + pad(gb(st.optimizer_states), 10) +
+           pad(gb(st.activations), 10) + pad(gb(st.buffers), 10) + pad(gb(st.reserve), 9) +
+           pad(gb(st.total), 10) + "\n";
   }
   out += "(E = embedding, H = head/loss/MTP, d/m = dense/MoE layers, * = worst stage)\n";
   if (!m.stages.empty()) {
     const StageMemory& w = m.stages[static_cast<std::size_t>(m.worst_stage)];
-    out += "\nWorst stage " + std::to_string(w.stage) + ": " + units::format_size(w.total) + " of " +
-           units::format_size_binary(m.capacity) + " (" + units::format_size(m.capacity) + "); " +
-           fmt("%.3g", w.dense_params / 1e9) + " B dense and " + fmt("%.3g", w.expert_params / 1e9) +
-           " B expert parameters on the device\n";
+    out += "\nWorst stage " + std::to_string(w.stage) + ": " + units::format_size(w.total) +
+           " of " + units::format_size_binary(m.capacity) + " (" + units::format_size(m.capacity) +
+           "); " + fmt("%.3g", w.dense_params / 1e9) + " B dense and " +
+           fmt("%.3g", w.expert_params / 1e9) + " B expert parameters on the device\n";
     out += "  activations by module (" + fmt("%.1f", w.in_flight) + " in-flight sets):\n";
     for (const MemoryPart& p : w.activation_parts) {
       out += "    " + pad(p.name, 24, false) + pad(units::format_size(p.bytes), 12) + "\n";
@@ -118,8 +121,9 @@ std::string memory_text(const Plan& plan, const MemoryEstimate& m) {
     }
   }
   if (m.host_bytes_per_node > 0) {
-    out += "\nHost memory (offload): " + units::format_size(m.host_bytes_per_node) + " per node of " +
-           (m.host_capacity > 0 ? units::format_size(m.host_capacity) : std::string("unknown")) + "\n";
+    out +=
+        "\nHost memory (offload): " + units::format_size(m.host_bytes_per_node) + " per node of " +
+        (m.host_capacity > 0 ? units::format_size(m.host_capacity) : std::string("unknown")) + "\n";
   }
   out += m.feasible ? "\nfits in memory\n" : "\ndoes not fit:\n";
   for (const std::string& r : m.infeasible_reasons) out += "  " + r + "\n";

@@ -4,13 +4,14 @@
 // from the formula named beside it. docs/cost-model.md ("Memory") has the formulas and
 // docs/validation.md ("Memory") the seed table.
 
+#include "cost/memory.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstdio>
 #include <string>
 
-#include "cost/memory.hpp"
 #include "paraplan/config.hpp"
 #include "paraplan/estimate.hpp"
 #include "paraplan/model.hpp"
@@ -46,7 +47,9 @@ Plan make_plan(const std::string& model, const std::string& hw, int tp, int pp, 
 }
 
 // GPT-3 175B as Korthikanti et al. 2022 evaluate it (Table 3): h 12288, a 96, s 2048, b 1.
-Plan gpt3(int tp, bool sp) { return make_plan("gpt3-175b", "a100-sxm-ib", tp, 1, 8 / tp, 1, 64, sp); }
+Plan gpt3(int tp, bool sp) {
+  return make_plan("gpt3-175b", "a100-sxm-ib", tp, 1, 8 / tp, 1, 64, sp);
+}
 
 const ActivationOptions kPaper{false, true};  // no flash attention, dropout masks
 
@@ -67,7 +70,9 @@ Plan with_recompute(Plan p, RecomputeMode mode) {
   return p;
 }
 
-const StageMemory& worst(const MemoryEstimate& e) { return e.stages[static_cast<std::size_t>(e.worst_stage)]; }
+const StageMemory& worst(const MemoryEstimate& e) {
+  return e.stages[static_cast<std::size_t>(e.worst_stage)];
+}
 
 }  // namespace
 
@@ -80,7 +85,8 @@ TEST_SUITE("cost.memory") {
 
   TEST_CASE("Korthikanti eq. 1: sbh(34 + 5as/h) per layer without parallelism") {
     // 5as/h = 5 x 96 x 2048 / 12288 = 80 -> 114 sbh = 2,868,903,936 bytes
-    CHECK(layer_bytes(gpt3(1, false), kPaper) == doctest::Approx(sbh * (34 + 5 * a * s / h)).epsilon(1e-12));
+    CHECK(layer_bytes(gpt3(1, false), kPaper) ==
+          doctest::Approx(sbh * (34 + 5 * a * s / h)).epsilon(1e-12));
     CHECK(sbh * (34 + 5 * a * s / h) == 2868903936.0);
   }
 
@@ -91,7 +97,8 @@ TEST_SUITE("cost.memory") {
   }
 
   TEST_CASE("Korthikanti eq. 4: sbh/t (34 + 5as/h) with tensor + sequence parallelism") {
-    CHECK(layer_bytes(gpt3(8, true), kPaper) == doctest::Approx(sbh / t * (34 + 5 * a * s / h)).epsilon(1e-12));
+    CHECK(layer_bytes(gpt3(8, true), kPaper) ==
+          doctest::Approx(sbh / t * (34 + 5 * a * s / h)).epsilon(1e-12));
   }
 
   TEST_CASE("Korthikanti eq. 6: 34 sbh / t with sequence parallelism and selective recompute") {
@@ -107,10 +114,12 @@ TEST_SUITE("cost.memory") {
     CHECK(layer_bytes(with_recompute(gpt3(8, true), RecomputeMode::Full), kPaper) == 2 * sbh / t);
   }
 
-  TEST_CASE("flash attention, no dropout (the real-model mode): 32 sbh/t + 4 s b a/t, no s^2 term") {
+  TEST_CASE(
+      "flash attention, no dropout (the real-model mode): 32 sbh/t + 4 s b a/t, no s^2 term") {
     // Korthikanti's 34 sbh/t minus the two 1-byte dropout masks (2 sbh/t), and instead of the
     // 5as^2b/t score terms the FP32 log-sum-exp of every query and head: 4 s b a / t bytes.
-    CHECK(layer_bytes(gpt3(8, true)) == doctest::Approx(32 * sbh / t + 4 * s * b * a / t).epsilon(1e-12));
+    CHECK(layer_bytes(gpt3(8, true)) ==
+          doctest::Approx(32 * sbh / t + 4 * s * b * a / t).epsilon(1e-12));
     // selective recompute then only frees the log-sum-exp
     CHECK(layer_bytes(with_recompute(gpt3(8, true), RecomputeMode::Selective)) ==
           doctest::Approx(32 * sbh / t).epsilon(1e-12));
@@ -137,7 +146,8 @@ TEST_SUITE("cost.memory") {
     }
   }
 
-  TEST_CASE("DeepSeek-V3 MoE layer by module, one micro-batch on a BR166 card (EP16 over dies, mb2)") {
+  TEST_CASE(
+      "DeepSeek-V3 MoE layer by module, one micro-batch on a BR166 card (EP16 over dies, mb2)") {
     // T = 2 x 4096 = 8192 tokens per card, h 7168, 128 heads, TP1, no SP. Per die 4096 tokens,
     // each sends 8 copies: 32768 copies per die, 65536 per card (balanced routing).
     Plan d = with_recompute(load_plan("br166-ep16-mb2"), RecomputeMode::None);
@@ -151,7 +161,7 @@ TEST_SUITE("cost.memory") {
     CHECK(part(parts, "mla.up_proj") == T * (1536 + 512 + 128 * (192 + 192 + 128)) * 2);
     CHECK(part(parts, "attention.core") == T * 128 * 4);  // FP32 log-sum-exp
     CHECK(part(parts, "attention.output") == T * 128 * 128 * 2);
-    CHECK(part(parts, "moe.router") == T * 256 * 5);  // FP32 scores + 1-byte routing map
+    CHECK(part(parts, "moe.router") == T * 256 * 5);         // FP32 scores + 1-byte routing map
     CHECK(part(parts, "moe.dispatched") == copies * H * 2);  // 896 MiB: the seeds' "112 MB x 8"
     CHECK(part(parts, "moe.dispatched") == 8 * 112 * kMiB);
     CHECK(part(parts, "moe.expert_fc1") == copies * 4096 * 2);
@@ -201,11 +211,13 @@ TEST_SUITE("cost.memory") {
     const StageMemory& mid = e.stages[3];
     CHECK(mid.layers == 12);
     CHECK(mid.dense_params == doctest::Approx(12 * per_layer).epsilon(1e-12));
-    CHECK(mid.weights + mid.gradients + mid.optimizer_states == doctest::Approx(18 * 12 * per_layer).epsilon(1e-12));
+    CHECK(mid.weights + mid.gradients + mid.optimizer_states ==
+          doctest::Approx(18 * 12 * per_layer).epsilon(1e-12));
     // tied embeddings with pp > 1: the last stage holds a copy of the V/t x h embedding as
     // its head (Megatron), and no learned positions
     const StageMemory& last = e.stages[7];
-    CHECK(last.dense_params == doctest::Approx(12 * per_layer + 2 * H + 50257.0 / 8 * H).epsilon(1e-12));
+    CHECK(last.dense_params ==
+          doctest::Approx(12 * per_layer + 2 * H + 50257.0 / 8 * H).epsilon(1e-12));
     CHECK(e.stages[0].dense_params ==
           doctest::Approx(12 * per_layer + 50257.0 / 8 * H + 2048 * H).epsilon(1e-12));
   }
@@ -223,7 +235,8 @@ TEST_SUITE("cost.memory") {
     CHECK(e.stages[0].expert_params == 59.0 * 256 * 3 * 7168 * 2048);
   }
 
-  TEST_CASE("ZeRO 0-3: optimizer, then gradients, then weights shard over DP (dense) and expert-DP") {
+  TEST_CASE(
+      "ZeRO 0-3: optimizer, then gradients, then weights shard over DP (dense) and expert-DP") {
     // Mixtral 8x7B on 2 H100 nodes: TP1 PP1 DP16 EP8 -> expert-DP = 16 / 8 = 2.
     Plan p = make_plan("mixtral-8x7b", "h100-sxm-ib", 1, 1, 16, 1, 64);
     p.strategy.parallel.ep = 8;
@@ -290,7 +303,8 @@ TEST_SUITE("cost.memory") {
     for (int i = 0; i < 4; ++i) CHECK(e.stages[static_cast<std::size_t>(i)].in_flight == expect[i]);
     // zero-bubble (ZB-H1) keeps the same peak
     p.strategy.schedule = Schedule::ZeroBubble;
-    for (int i = 0; i < 4; ++i) CHECK(estimate_memory(p).stages[static_cast<std::size_t>(i)].in_flight == expect[i]);
+    for (int i = 0; i < 4; ++i)
+      CHECK(estimate_memory(p).stages[static_cast<std::size_t>(i)].in_flight == expect[i]);
     // activations follow it: stages 0 and 1 (20 layers each, no head) hold 2 sets
     const MemoryEstimate e2 = estimate_memory(p);
     CHECK(e2.stages[0].activations == doctest::Approx(e2.stages[1].activations));
@@ -383,12 +397,14 @@ TEST_SUITE("cost.memory") {
     Plan p = load_plan("br166-ep16-mb2");
     MemoryEstimate e = estimate_memory(p);
     std::string j = memory_json(p, e);
-    for (const char* k : {"\"memory_bytes\"", "\"weights\"", "\"gradients\"", "\"optimizer_states\"",
-                          "\"activations\"", "\"buffers\"", "\"reserve\"", "\"total\"", "\"capacity\"",
-                          "\"feasible\"", "\"infeasible_reasons\"", "\"stages\"", "\"activations_by_module\""}) {
+    for (const char* k :
+         {"\"memory_bytes\"", "\"weights\"", "\"gradients\"", "\"optimizer_states\"",
+          "\"activations\"", "\"buffers\"", "\"reserve\"", "\"total\"", "\"capacity\"",
+          "\"feasible\"", "\"infeasible_reasons\"", "\"stages\"", "\"activations_by_module\""}) {
       CHECK_MESSAGE(j.find(k) != std::string::npos, k);
     }
-    CHECK(memory_text(p, e).find("Worst stage " + std::to_string(e.worst_stage)) != std::string::npos);
+    CHECK(memory_text(p, e).find("Worst stage " + std::to_string(e.worst_stage)) !=
+          std::string::npos);
   }
 
   // ---- properties
@@ -450,7 +466,9 @@ TEST_SUITE("validation.seed_memory") {
   // SEED_DIGEST.md sec. 3. BR166 card = 2 dies; EP counts dies. Seed "GB"/"MB" are binary
   // (sec. 0.3; PyTorch's "MB" in max reserved is MiB). docs/validation.md has the table.
 
-  TEST_CASE("stage-1 'weight with state 24.47 GB' (DP8 EP16 PP16, chunk adam 8bit) = 4 B/param x 4 MoE layers") {
+  TEST_CASE(
+      "stage-1 'weight with state 24.47 GB' (DP8 EP16 PP16, chunk adam 8bit) = 4 B/param x 4 MoE "
+      "layers") {
     // The seeds' figure is 4 bytes per parameter -- BF16 weight (2) + 8-bit m and v (1 + 1) --
     // over one card's share of 4 MoE layers, in GiB:
     //   per layer: attention 187,107,328 + 2 norms 14,336 + router 1,835,008
@@ -460,7 +478,8 @@ TEST_SUITE("validation.seed_memory") {
     const double per_layer = 232996864.0 + 32 * 3.0 * 7168 * 2048;
     CHECK(4 * per_layer * 4 / kGiB == doctest::Approx(24.47).epsilon(0.0003));
     MemoryEstimate e = estimate_memory(load_plan("br166-ep16-mb2"));
-    const StageMemory& st = e.stages[2];  // the first stage with 4 MoE layers (0: 3 dense, 1: 3 MoE)
+    const StageMemory& st =
+        e.stages[2];  // the first stage with 4 MoE layers (0: 3 dense, 1: 3 MoE)
     REQUIRE(st.moe_layers == 4);
     CHECK(st.dense_params + st.expert_params == 4 * per_layer);
     // our BF16 weights are exactly half of it; the tool adds what the seeds leave out:
@@ -468,7 +487,8 @@ TEST_SUITE("validation.seed_memory") {
     // the dense part of the optimizer over DP 8 (ZeRO-1).
     CHECK(2 * st.weights / kGiB == doctest::Approx(24.47).epsilon(0.0003));
     MESSAGE("stage 2 weights + grads + optimizer: "
-            << (st.weights + st.gradients + st.optimizer_states) / kGiB << " GiB (seed: weight with state 24.47)");
+            << (st.weights + st.gradients + st.optimizer_states) / kGiB
+            << " GiB (seed: weight with state 24.47)");
   }
 
   TEST_CASE("EP32 'weight with state': TP1 DP16 PP8 27.94 GB; TP2 DP8 25.38 GB") {
@@ -478,7 +498,8 @@ TEST_SUITE("validation.seed_memory") {
     MemoryEstimate e = estimate_memory(p);
     const StageMemory& st = e.stages[2];
     REQUIRE(st.moe_layers == 8);
-    CHECK(4 * (st.dense_params + st.expert_params) / kGiB == doctest::Approx(27.94).epsilon(0.0003));
+    CHECK(4 * (st.dense_params + st.expert_params) / kGiB ==
+          doctest::Approx(27.94).epsilon(0.0003));
     CHECK(st.dense_params + st.expert_params == 8 * (232996864.0 + 16 * expert));
     // TP2 DP8 (mb4): the tool splits q_b, kv_b, o and the shared expert over TP and keeps
     // q_a, kv_a, norms and router whole: 16,990,208 + 216,006,656 / 2 = 124,993,536 dense per
@@ -494,18 +515,20 @@ TEST_SUITE("validation.seed_memory") {
     CHECK(4 * (ours + 8 * 22020096.0) / kGiB == doctest::Approx(25.38).epsilon(0.0003));
   }
 
-  TEST_CASE("stage-1 'activation 260.92 GB' (DP8 EP16 mb2, no recompute): the seeds' 16 micro-batches x 4 MoE layers") {
+  TEST_CASE(
+      "stage-1 'activation 260.92 GB' (DP8 EP16 mb2, no recompute): the seeds' 16 micro-batches x "
+      "4 MoE layers") {
     // The seeds' stage 1 holds pp = 16 micro-batches of 4 MoE layers (their weight figure
     // counts 4 MoE layers). One MoE layer, one micro-batch: the parts of the module test above.
     Plan p = with_recompute(load_plan("br166-ep16-mb2"), RecomputeMode::None);
     const double T = 8192, H = 7168, copies = 65536;
-    const double layer = 4 * T * H * 2                                   // norm inputs + outputs
-                         + T * (1536 + 576) * 2                          // compressed q, kv
-                         + T * (1536 + 512 + 128 * 512) * 2              // up-projected q, k, v
-                         + T * 128 * 4 + T * 128 * 128 * 2               // lse, attention output
-                         + T * 256 * 5                                   // router
-                         + copies * (H + 4096 + 2048 + H) * 2            // routed copies, experts
-                         + T * 3 * 2048 * 2;                             // shared expert
+    const double layer = 4 * T * H * 2                         // norm inputs + outputs
+                         + T * (1536 + 576) * 2                // compressed q, kv
+                         + T * (1536 + 512 + 128 * 512) * 2    // up-projected q, k, v
+                         + T * 128 * 4 + T * 128 * 128 * 2     // lse, attention output
+                         + T * 256 * 5                         // router
+                         + copies * (H + 4096 + 2048 + H) * 2  // routed copies, experts
+                         + T * 3 * 2048 * 2;                   // shared expert
     CHECK(layer_bytes(p, {}, true) == layer);
     const double seeds_way = 16 * 4 * layer;
     MESSAGE("tool, 16 x 4 MoE layers: " << seeds_way / kGiB << " GiB vs seed 260.92 GiB ("
@@ -564,7 +587,8 @@ TEST_SUITE("validation.seed_memory") {
     const MemoryEstimate r7 = estimate_memory(load_plan("br166-ep64-64n-mb1"));
     for (int st : {0, 2, 8}) {
       const auto i = static_cast<std::size_t>(st);
-      CHECK(r4.stages[i].activations == doctest::Approx(0.5 * r1.stages[i].activations).epsilon(1e-9));
+      CHECK(r4.stages[i].activations ==
+            doctest::Approx(0.5 * r1.stages[i].activations).epsilon(1e-9));
       CHECK(r7.stages[i].activations == doctest::Approx(r4.stages[i].activations).epsilon(1e-9));
     }
     // Totals: weights, gradients and optimizer states follow experts per card (32 -> 16 -> 8),
