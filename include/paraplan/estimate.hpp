@@ -132,7 +132,7 @@ struct StageMemory {
   double weights = 0;         ///< BF16 weights (+ FP8 copies), ZeRO-3 sharded
   double gradients = 0;       ///< FP32 main gradients, ZeRO-2/3 sharded
   double optimizer_states = 0;  ///< FP32 master + moments, ZeRO-1+ sharded; 0 when offloaded
-  double activations = 0;     ///< kept for backward by in-flight micro-batches + recompute working set
+  double activations = 0;     ///< kept for backward (in-flight sets) + recompute working set
   double buffers = 0;         ///< communication buffers, logits, GEMM workspace
   double reserve = 0;         ///< the hardware's memory_reserve
   double total = 0;           ///< sum of the above
