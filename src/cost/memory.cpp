@@ -432,39 +432,64 @@ double optimizer_bytes_per_param(Optimizer o) {
   return 3 * kFp32Bytes;
 }
 
-ParamCount chunk_params(const Plan& plan, const Chunk& c, bool embedding_copy) {
+MemoryInputs memory_inputs(const Plan& plan, double expert_load) {
   const ModelSpec& m = plan.model;
-  const Parallel& p = plan.strategy.parallel;
-  const double t = p.tp, h = m.hidden, vocab_shard = static_cast<double>(m.vocab) / t;
+  const Strategy& s = plan.strategy;
+  const model::Tokens tok = model::tokens_of(m, s, plan.hardware, expert_load * s.moe.imbalance);
+  const double t = s.parallel.tp, h = m.hidden;
+  MemoryInputs in;
+  in.T = tok.per_device;
+  in.Tr = replicated_tokens(plan, in.T);
+  in.dense_act = layer_activations(plan, false, expert_load);
+  in.dense_act_sum = sum(in.dense_act);
+  in.dense_extra = sum(layer_activations(plan, false, expert_load, {}, false)) - in.dense_act_sum;
+  if (m.moe) {
+    in.moe_act = layer_activations(plan, true, expert_load);
+    in.moe_act_sum = sum(in.moe_act);
+    in.moe_extra = sum(layer_activations(plan, true, expert_load, {}, false)) - in.moe_act_sum;
+  }
+  in.head_act = head_activations(plan, in.Tr);
+  in.head_act_sum = sum(in.head_act);
+  in.dispatch_buffer = dispatch_buffer_bytes(plan, tok);
+  in.dense_layer = dense_layer_params_per_rank(m, t);
+  in.moe_layer_dense = moe_layer_dense_params_per_rank(m, t);
+  in.moe_layer_expert = moe_layer_expert_params_per_device(plan);
+  in.vocab_shard_params = static_cast<double>(m.vocab) / t * h;
+  in.positions = m.position_embedding == PositionEmbedding::Learned ? static_cast<double>(seq_of(plan)) * h : 0.0;
+  in.final_norm = static_cast<double>(model::norm_params(m, m.hidden));
+  // DeepSeek-V3 sec. 2.2: per MTP depth 3 norms and eh_proj (2h -> h, column-parallel).
+  in.mtp_own = 3.0 * in.final_norm + 2 * h * h / t;
+  return in;
+}
+
+ParamCount chunk_params(const MemoryInputs& in, const ModelSpec& m, const Chunk& c,
+                        bool embedding_copy) {
   const int nd_model = model::dense_layers(m);
   const int dense = std::max(0, std::min(c.first_layer + c.layers, nd_model) - c.first_layer);
   const int moe = c.layers - dense;
   ParamCount pc;
-  pc.dense =
-      dense * dense_layer_params_per_rank(m, t) + moe * moe_layer_dense_params_per_rank(m, t);
-  pc.expert = moe * moe_layer_expert_params_per_device(plan);
+  pc.dense = dense * in.dense_layer + moe * in.moe_layer_dense;
+  pc.expert = moe * in.moe_layer_expert;
   if (c.embedding) {
     // Vocab-parallel embedding; learned positions are not split.
-    pc.dense += vocab_shard * h;
-    if (m.position_embedding == PositionEmbedding::Learned)
-      pc.dense += static_cast<double>(seq_of(plan)) * h;
+    pc.dense += in.vocab_shard_params + in.positions;
   }
   if (c.head) {
-    pc.dense += static_cast<double>(model::norm_params(m, m.hidden));  // final norm
-    if (!m.tied_embeddings) pc.dense += vocab_shard * h;               // output head
-    if (embedding_copy) pc.dense += vocab_shard * h;
+    pc.dense += in.final_norm;                                  // final norm
+    if (!m.tied_embeddings) pc.dense += in.vocab_shard_params;  // output head
+    if (embedding_copy) pc.dense += in.vocab_shard_params;
     if (m.mtp_depth > 0) {
-      // DeepSeek-V3 sec. 2.2: per depth 3 norms, eh_proj (2h -> h, column-parallel) and one
-      // transformer block; embedding and head are shared with the main model.
+      // One transformer block per depth; embedding and head are shared with the main model.
       const bool moe_block = m.moe.has_value();
-      double own = 3.0 * static_cast<double>(model::norm_params(m, m.hidden)) + 2 * h * h / t;
-      double block =
-          moe_block ? moe_layer_dense_params_per_rank(m, t) : dense_layer_params_per_rank(m, t);
-      pc.dense += m.mtp_depth * (own + block);
-      if (moe_block) pc.expert += m.mtp_depth * moe_layer_expert_params_per_device(plan);
+      pc.dense += m.mtp_depth * (in.mtp_own + (moe_block ? in.moe_layer_dense : in.dense_layer));
+      if (moe_block) pc.expert += m.mtp_depth * in.moe_layer_expert;
     }
   }
   return pc;
+}
+
+ParamCount chunk_params(const Plan& plan, const Chunk& c, bool embedding_copy) {
+  return chunk_params(memory_inputs(plan, 1.0), plan.model, c, embedding_copy);
 }
 
 double expert_dp(const Plan& plan) {
@@ -478,14 +503,19 @@ double expert_dp(const Plan& plan) {
 namespace paraplan {
 
 MemoryEstimate estimate_memory(const Plan& plan, double expert_load) {
-  using namespace cost;
-  const ModelSpec& m = plan.model;
-  const Strategy& s = plan.strategy;
+  return cost::combine_memory(cost::memory_inputs(plan, expert_load), plan.hardware, plan.model,
+                              plan.strategy, true);
+}
+
+}  // namespace paraplan
+
+namespace paraplan::cost {
+
+MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelSpec& m,
+                              const Strategy& s, bool detail) {
   const Parallel& p = s.parallel;
-  const HardwareSpec& hw = plan.hardware;
-  const model::Tokens tok = model::tokens_of(m, s, hw, expert_load * s.moe.imbalance);
-  const double T = tok.per_device;
-  const double Tr = replicated_tokens(plan, T);
+  const double T = in.T;
+  const double Tr = in.Tr;
   const double h = m.hidden;
   const bool has_moe = m.moe.has_value();
 
@@ -494,26 +524,19 @@ MemoryEstimate estimate_memory(const Plan& plan, double expert_load) {
   est.host_capacity = hw.host.memory_bytes;
   est.micro_batches = micro_batches(s);
 
-  // One micro-batch through one layer of each kind: as stored, and without recompute (the
-  // difference is what one layer's recompute materialises again during its backward).
-  const std::vector<MemoryPart> dense_act = layer_activations(plan, false, expert_load);
-  const std::vector<MemoryPart> moe_act =
-      has_moe ? layer_activations(plan, true, expert_load) : std::vector<MemoryPart>{};
-  const double dense_extra =
-      sum(layer_activations(plan, false, expert_load, {}, false)) - sum(dense_act);
-  const double moe_extra =
-      has_moe ? sum(layer_activations(plan, true, expert_load, {}, false)) - sum(moe_act) : 0.0;
-  const std::vector<MemoryPart> head_act = head_activations(plan, Tr);
-
   const double weight_bytes = kBf16Bytes + (s.training.precision == Precision::Fp8 ? 1.0 : 0.0);
   const double grad_bytes = kFp32Bytes;
   const double opt_bytes = optimizer_bytes_per_param(s.training.optimizer);
   const double dense_shard = static_cast<double>(p.dp) * p.cp;
-  const double expert_shard = expert_dp(plan);
+  const double dies = s.ep_over_dies ? std::max(1, hw.device.dies) : 1;
+  const double expert_shard =
+      std::max(1.0, static_cast<double>(p.tp) * p.cp * p.dp * dies / (static_cast<double>(p.ep) * p.etp));
   const int zero = s.training.zero;
+  const int nd_model = model::dense_layers(m);
 
   const auto ranks = rank_chunks(m, s);
   const int pp = static_cast<int>(ranks.size());
+  est.stages.reserve(static_cast<std::size_t>(pp));
   for (int r = 0; r < pp; ++r) {
     const auto& chunks = ranks[static_cast<std::size_t>(r)];
     StageMemory st;
@@ -522,29 +545,35 @@ MemoryEstimate estimate_memory(const Plan& plan, double expert_load) {
     for (const Chunk& c : chunks) holds_embedding = holds_embedding || c.embedding;
 
     // Parameters and one activation set (one micro-batch) per chunk.
-    std::vector<MemoryPart> per_set;  // summed over the rank's chunks
+    std::vector<MemoryPart> per_set;  // summed over the rank's chunks (detail only)
+    double per_set_sum = 0;
     bool rank_has_moe_layer = false, rank_has_dense_layer = false;
     for (const Chunk& c : chunks) {
       const bool embedding_copy =
           c.head && (m.tied_embeddings || m.mtp_depth > 0) && !holds_embedding;
-      const ParamCount pc = chunk_params(plan, c, embedding_copy);
+      const ParamCount pc = chunk_params(in, m, c, embedding_copy);
       st.dense_params += pc.dense;
       st.expert_params += pc.expert;
-      const int nd =
-          std::max(0, std::min(c.first_layer + c.layers, model::dense_layers(m)) - c.first_layer);
+      const int nd = std::max(0, std::min(c.first_layer + c.layers, nd_model) - c.first_layer);
       const int nm = c.layers - nd;
       st.dense_layers += nd;
       st.moe_layers += nm;
       st.embedding = st.embedding || c.embedding;
       st.head = st.head || c.head;
-      add_parts(per_set, dense_act, nd);
-      add_parts(per_set, moe_act, nm);
+      per_set_sum += nd * in.dense_act_sum + nm * in.moe_act_sum;
+      if (detail) {
+        add_parts(per_set, in.dense_act, nd);
+        add_parts(per_set, in.moe_act, nm);
+      }
       rank_has_dense_layer = rank_has_dense_layer || nd > 0;
       rank_has_moe_layer = rank_has_moe_layer || nm > 0;
       if (c.head) {
-        add_parts(per_set, head_act, 1);
         // The MTP block is a transformer layer of the model's kind.
-        add_parts(per_set, has_moe ? moe_act : dense_act, m.mtp_depth);
+        per_set_sum += in.head_act_sum + m.mtp_depth * (has_moe ? in.moe_act_sum : in.dense_act_sum);
+        if (detail) {
+          add_parts(per_set, in.head_act, 1);
+          add_parts(per_set, has_moe ? in.moe_act : in.dense_act, m.mtp_depth);
+        }
         if (m.mtp_depth > 0) (has_moe ? rank_has_moe_layer : rank_has_dense_layer) = true;
       }
     }
@@ -557,16 +586,17 @@ MemoryEstimate estimate_memory(const Plan& plan, double expert_load) {
     if (s.training.activation_offload && st.in_flight > 1) {
       // Offload: every in-flight set but the one being computed lives in host memory.
       on_device = 1.0 / static_cast<double>(chunks.size());
-      st.host_bytes += sum(per_set) * (sets_per_chunk_avg - on_device);
+      st.host_bytes += per_set_sum * (sets_per_chunk_avg - on_device);
     }
-    add_parts(st.activation_parts, per_set, on_device);
+    st.activations = per_set_sum * on_device;
+    if (detail) add_parts(st.activation_parts, per_set, on_device);
     if (s.training.recompute.mode != RecomputeMode::None) {
       // One layer's recomputed tensors exist again while its backward runs.
-      double ws =
-          std::max(rank_has_dense_layer ? dense_extra : 0.0, rank_has_moe_layer ? moe_extra : 0.0);
-      add_part(st.activation_parts, "recompute_working_set", ws);
+      double ws = std::max(rank_has_dense_layer ? in.dense_extra : 0.0,
+                           rank_has_moe_layer ? in.moe_extra : 0.0);
+      st.activations += ws;
+      if (detail) add_part(st.activation_parts, "recompute_working_set", ws);
     }
-    st.activations = sum(st.activation_parts);
 
     // Weights, gradients, optimizer states (ZeRO over DP x CP for dense parameters, over the
     // expert-DP group for experts).
@@ -583,27 +613,24 @@ MemoryEstimate estimate_memory(const Plan& plan, double expert_load) {
     }
 
     // Buffers.
-    add_part(st.buffer_parts, "gemm_workspace", kGemmWorkspaceBytes);
-    if (rank_has_moe_layer)
-      add_part(st.buffer_parts, "ep_dispatch", dispatch_buffer_bytes(plan, tok));
-    if (st.head) {
-      // FP32 logits of the vocab shard for the loss, main head and each MTP head.
-      add_part(st.buffer_parts, "logits", (1 + m.mtp_depth) * T * m.vocab / p.tp * kFp32Bytes);
-    }
-    if (p.pp > 1)
-      add_part(st.buffer_parts, "pp_p2p", 2 * Tr * h * kBf16Bytes);  // activation + gradient
-    if (Tr < T) add_part(st.buffer_parts, "sp_gather", T * h * kBf16Bytes);  // gathered GEMM input
+    auto buffer = [&](const char* name, double bytes) {
+      if (bytes <= 0) return;
+      st.buffers += bytes;
+      if (detail) add_part(st.buffer_parts, name, bytes);
+    };
+    buffer("gemm_workspace", kGemmWorkspaceBytes);
+    if (rank_has_moe_layer) buffer("ep_dispatch", in.dispatch_buffer);
+    // FP32 logits of the vocab shard for the loss, main head and each MTP head.
+    if (st.head) buffer("logits", (1 + m.mtp_depth) * T * m.vocab / p.tp * kFp32Bytes);
+    if (p.pp > 1) buffer("pp_p2p", 2 * Tr * h * kBf16Bytes);  // activation + gradient
+    if (Tr < T) buffer("sp_gather", T * h * kBf16Bytes);      // gathered GEMM input
     if (zero >= 3) {
       // Two layers' unsharded weights gathered ahead of use (prefetch).
       double layer = 0;
-      if (rank_has_dense_layer) layer = dense_layer_params_per_rank(m, p.tp);
-      if (rank_has_moe_layer) {
-        layer = std::max(layer, moe_layer_dense_params_per_rank(m, p.tp) +
-                                    moe_layer_expert_params_per_device(plan));
-      }
-      add_part(st.buffer_parts, "zero3_prefetch", 2 * layer * weight_bytes);
+      if (rank_has_dense_layer) layer = in.dense_layer;
+      if (rank_has_moe_layer) layer = std::max(layer, in.moe_layer_dense + in.moe_layer_expert);
+      buffer("zero3_prefetch", 2 * layer * weight_bytes);
     }
-    st.buffers = sum(st.buffer_parts);
     st.reserve = hw.device.memory_reserve_bytes;
     st.total =
         st.weights + st.gradients + st.optimizer_states + st.activations + st.buffers + st.reserve;
@@ -633,50 +660,56 @@ MemoryEstimate estimate_memory(const Plan& plan, double expert_load) {
   if (!est.stages.empty() && est.capacity > 0) {
     const StageMemory& w = est.stages[static_cast<std::size_t>(est.worst_stage)];
     if (w.total > est.capacity) {
-      struct Named {
-        const char* name;
-        double bytes;
-      };
-      const Named parts[] = {{"weights", w.weights},
-                             {"gradients", w.gradients},
-                             {"optimizer states", w.optimizer_states},
-                             {"activations", w.activations},
-                             {"buffers", w.buffers}};
-      const Named* largest = &parts[0];
-      for (const Named& n : parts) {
-        if (n.bytes > largest->bytes) largest = &n;
-      }
-      std::string reason = "stage " + std::to_string(w.stage) + " needs " + gb(w.total) + " of " +
-                           units::format_size_binary(est.capacity) + " (" + gb(est.capacity) +
-                           ") capacity: " + largest->name + " " + gb(largest->bytes) +
-                           " are the largest part";
-      const std::vector<MemoryPart>* detail = nullptr;
-      if (std::string(largest->name) == "activations") detail = &w.activation_parts;
-      if (std::string(largest->name) == "buffers") detail = &w.buffer_parts;
-      if (detail != nullptr && !detail->empty()) {
-        const MemoryPart* top = &detail->front();
-        for (const MemoryPart& mp : *detail) {
-          if (mp.bytes > top->bytes) top = &mp;
+      if (!detail) {
+        est.infeasible_reasons.push_back("device memory");
+      } else {
+        struct Named {
+          const char* name;
+          double bytes;
+        };
+        const Named parts[] = {{"weights", w.weights},
+                               {"gradients", w.gradients},
+                               {"optimizer states", w.optimizer_states},
+                               {"activations", w.activations},
+                               {"buffers", w.buffers}};
+        const Named* largest = &parts[0];
+        for (const Named& n : parts) {
+          if (n.bytes > largest->bytes) largest = &n;
         }
-        reason += " (" + top->name + " " + gb(top->bytes) + ")";
+        std::string reason = "stage " + std::to_string(w.stage) + " needs " + gb(w.total) +
+                             " of " + units::format_size_binary(est.capacity) + " (" +
+                             gb(est.capacity) + ") capacity: " + largest->name + " " +
+                             gb(largest->bytes) + " are the largest part";
+        const std::vector<MemoryPart>* parts_detail = nullptr;
+        if (std::string(largest->name) == "activations") parts_detail = &w.activation_parts;
+        if (std::string(largest->name) == "buffers") parts_detail = &w.buffer_parts;
+        if (parts_detail != nullptr && !parts_detail->empty()) {
+          const MemoryPart* top = &parts_detail->front();
+          for (const MemoryPart& mp : *parts_detail) {
+            if (mp.bytes > top->bytes) top = &mp;
+          }
+          reason += " (" + top->name + " " + gb(top->bytes) + ")";
+        }
+        reason += "; over by " + gb(w.total - est.capacity);
+        int over = 0;
+        for (const StageMemory& sm : est.stages) over += sm.total > est.capacity ? 1 : 0;
+        if (over > 1)
+          reason += "; " + std::to_string(over) + " of " + std::to_string(pp) + " stages do not fit";
+        est.infeasible_reasons.push_back(reason);
       }
-      reason += "; over by " + gb(w.total - est.capacity);
-      int over = 0;
-      for (const StageMemory& sm : est.stages) over += sm.total > est.capacity ? 1 : 0;
-      if (over > 1)
-        reason += "; " + std::to_string(over) + " of " + std::to_string(pp) + " stages do not fit";
-      est.infeasible_reasons.push_back(reason);
     }
   }
   if (est.host_capacity > 0 && est.host_bytes_per_node > est.host_capacity) {
-    est.infeasible_reasons.push_back("offloaded state needs " + gb(est.host_bytes_per_node) +
-                                     " of host memory per node, more than the " +
-                                     units::format_size_binary(est.host_capacity) + " (" +
-                                     gb(est.host_capacity) + ") a node has; over by " +
-                                     gb(est.host_bytes_per_node - est.host_capacity));
+    est.infeasible_reasons.push_back(
+        !detail ? std::string("host memory")
+                : "offloaded state needs " + gb(est.host_bytes_per_node) +
+                      " of host memory per node, more than the " +
+                      units::format_size_binary(est.host_capacity) + " (" +
+                      gb(est.host_capacity) + ") a node has; over by " +
+                      gb(est.host_bytes_per_node - est.host_capacity));
   }
   est.feasible = est.infeasible_reasons.empty();
   return est;
 }
 
-}  // namespace paraplan
+}  // namespace paraplan::cost

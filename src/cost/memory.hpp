@@ -84,6 +84,37 @@ struct ParamCount {
 /// the embedding and needs its own copy (tied embeddings or MTP, pp > 1; Megatron).
 ParamCount chunk_params(const Plan& plan, const Chunk& c, bool embedding_copy);
 
+/// Everything of the memory model that depends only on the per-layer key (tp, cp, ep, etp,
+/// ep_over_dies, micro-batch, recompute, precision, dispatch): computed once, then combined
+/// with the pipeline layout, ZeRO, the optimizer and offload per strategy.
+struct MemoryInputs {
+  std::vector<MemoryPart> dense_act, moe_act, head_act;  ///< one micro-batch, one layer / head
+  double dense_act_sum = 0, moe_act_sum = 0, head_act_sum = 0;
+  double dense_extra = 0, moe_extra = 0;  ///< recompute working set of one layer
+  double dispatch_buffer = 0;             ///< EP dispatch buffers per device
+  double T = 0, Tr = 0;                   ///< tokens per device; with SP per TP rank
+  double dense_layer = 0;                 ///< params per device of a dense layer
+  double moe_layer_dense = 0;             ///< of a MoE layer without routed experts
+  double moe_layer_expert = 0;            ///< routed experts of a MoE layer per device
+  double vocab_shard_params = 0;          ///< vocab / tp x hidden
+  double positions = 0;                   ///< learned positions (not split)
+  double final_norm = 0;
+  double mtp_own = 0;                     ///< MTP norms + eh_proj per depth, per device
+};
+
+/// The per-key inputs of the memory model.
+MemoryInputs memory_inputs(const Plan& plan, double expert_load);
+
+/// Parameters of one chunk from precomputed inputs (what chunk_params computes).
+ParamCount chunk_params(const MemoryInputs& in, const ModelSpec& m, const Chunk& c,
+                        bool embedding_copy);
+
+/// Combines per-key inputs with a strategy's layout, ZeRO, optimizer and offload. With
+/// `detail` = false only the totals are filled (no per-module parts, no reason strings
+/// beyond a short one): the search's fast path. estimate_memory() = combine with detail.
+MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelSpec& m,
+                              const Strategy& s, bool detail);
+
 /// Expert data-parallel degree: ranks holding the same expert shard,
 /// tp x cp x dp (x dies with ep_over_dies) / (ep x etp).
 double expert_dp(const Plan& plan);
