@@ -38,6 +38,11 @@ struct Preset {
 /// Strategy with its hardware and model, from a file path or a built-in name.
 /// Rule violations (check_rules) are reported as diagnostics at the strategy's keys.
 [[nodiscard]] PARAPLAN_EXPORT Plan load_plan(const std::string& ref);
+/// The same with `key.path=value` overrides applied on top of the file (the CLI's `--set`),
+/// e.g. "parallel.ep=32", "training.recompute=[core_attn, mla_up_proj]". Values are YAML.
+[[nodiscard]] PARAPLAN_EXPORT Plan load_plan(const std::string& ref, const std::vector<std::string>& sets);
+/// Search space with `--set`-style overrides (lists allowed: "nodes=[16, 32]").
+[[nodiscard]] PARAPLAN_EXPORT SpacePlan load_space(const std::string& ref, const std::vector<std::string>& sets);
 /// Search space with its hardware and model.
 [[nodiscard]] PARAPLAN_EXPORT SpacePlan load_space(const std::string& ref);
 

@@ -5,6 +5,7 @@
 #include "paraplan/errors.hpp"
 #include "paraplan/estimate.hpp"
 #include "paraplan/model.hpp"
+#include "paraplan/planner.hpp"
 #include "paraplan/report.hpp"
 #include "paraplan/spec.hpp"
 #include "paraplan/units.hpp"

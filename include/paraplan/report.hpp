@@ -5,6 +5,7 @@
 
 #include "paraplan/estimate.hpp"
 #include "paraplan/export.hpp"
+#include "paraplan/planner.hpp"
 #include "paraplan/spec.hpp"
 
 namespace paraplan {
@@ -38,5 +39,36 @@ namespace paraplan {
 /// component, total), the worst stage's activations by module and buffers, host memory
 /// and the feasibility verdict with its reasons.
 [[nodiscard]] PARAPLAN_EXPORT std::string memory_text(const Plan& plan, const MemoryEstimate& m);
+
+/// The full estimate of one strategy as JSON: DESIGN.md sec. 5's pinned keys (strategy,
+/// feasible, infeasible_reasons, step_time_s, tokens_per_device_per_s, tokens_per_die_per_s,
+/// mfu, time_s, memory_bytes, model, layers) plus stages, routing and stage times.
+[[nodiscard]] PARAPLAN_EXPORT std::string estimate_json(const Plan& plan, const Estimate& e,
+                                                        const ComputeBreakdown& b,
+                                                        const CommBreakdown& comm,
+                                                        const MemoryEstimate& mem);
+
+/// Where the step time goes, throughput, memory verdict and bottleneck, for people.
+[[nodiscard]] PARAPLAN_EXPORT std::string estimate_text(const Plan& plan, const Estimate& e);
+
+/// Aligned table of the top `rows` strategies and a line on why the runners-up lose.
+[[nodiscard]] PARAPLAN_EXPORT std::string rank_table(const SearchResult& r, std::size_t rows);
+
+/// One line: combinations, evaluated, feasible, seconds, rejections by rule.
+[[nodiscard]] PARAPLAN_EXPORT std::string rank_summary(const SearchResult& r);
+
+/// One CSV row per estimate: strategy fields, headline metrics, time and memory components.
+[[nodiscard]] PARAPLAN_EXPORT std::string rank_csv(const std::vector<Estimate>& all);
+
+/// `{"results": [estimate, ...], "pareto": [...], "evaluated": N, "feasible": N, "seconds": S, ...}`.
+[[nodiscard]] PARAPLAN_EXPORT std::string rank_json(const SpacePlan& space, const SearchResult& r);
+
+/// Markdown report: ranked table, why the runners-up lose, Pareto front, rejections by rule,
+/// `best_detail` (the best strategy's breakdown as text) and a Mermaid gantt of its pipeline.
+[[nodiscard]] PARAPLAN_EXPORT std::string rank_markdown(const SpacePlan& space, const SearchResult& r,
+                                                        const std::string& best_detail);
+
+/// A Mermaid `gantt` block of the pipeline (1F1B order, first micro-batches, ms).
+[[nodiscard]] PARAPLAN_EXPORT std::string gantt(const Estimate& e);
 
 }  // namespace paraplan

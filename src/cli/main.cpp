@@ -2,10 +2,15 @@
 // 0 success, 1 internal error, 2 bad input or arguments, 3 no feasible strategy.
 
 #include <CLI/CLI.hpp>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,6 +21,7 @@ namespace {
 constexpr int kExitOk = 0;
 constexpr int kExitInternal = 1;
 constexpr int kExitBadInput = 2;
+constexpr int kExitInfeasible = 3;
 
 void print_diagnostics(const paraplan::ConfigError& e) {
   for (const paraplan::Diagnostic& d : e.diagnostics()) std::cerr << d.str() << '\n';
@@ -77,14 +83,227 @@ int cmd_check(const std::vector<std::string>& files, bool all, bool quiet) {
   return kExitOk;
 }
 
-int cmd_evaluate(const std::string& ref, const std::string& format, bool all_ops) {
-  paraplan::Plan plan = paraplan::load_plan(ref);
-  paraplan::CommBreakdown comm = paraplan::estimate_comm(plan);
-  paraplan::ComputeBreakdown b = paraplan::estimate_compute(plan, comm.routing.rank_load);
+// Everything `evaluate` shows about one strategy.
+struct Evaluation {
+  paraplan::Plan plan;
+  paraplan::Estimate estimate;
+  paraplan::ComputeBreakdown compute;
+  paraplan::CommBreakdown comm;
+  paraplan::MemoryEstimate memory;
+};
+
+Evaluation evaluate_plan(paraplan::Plan plan) {
+  Evaluation ev;
+  ev.comm = paraplan::estimate_comm(plan);
+  ev.compute = paraplan::estimate_compute(plan, ev.comm.routing.rank_load);
+  ev.memory = paraplan::estimate_memory(plan, ev.comm.routing.rank_load);
+  paraplan::Planner planner(plan.hardware, plan.model);
+  ev.estimate = planner.evaluate(plan.strategy);
+  ev.plan = std::move(plan);
+  return ev;
+}
+
+std::string detail_text(const Evaluation& ev, bool all_ops) {
+  return paraplan::compute_text(ev.plan, ev.compute, all_ops) + paraplan::comm_text(ev.plan, ev.comm) +
+         "\n" + paraplan::memory_text(ev.plan, ev.memory) + paraplan::estimate_text(ev.plan, ev.estimate);
+}
+
+int cmd_evaluate(const std::string& ref, const std::vector<std::string>& sets, const std::string& format,
+                 bool all_ops) {
+  Evaluation ev = evaluate_plan(paraplan::load_plan(ref, sets));
   if (format == "json") {
-    std::cout << paraplan::compute_json(plan, b, &comm);
+    std::cout << paraplan::estimate_json(ev.plan, ev.estimate, ev.compute, ev.comm, ev.memory);
   } else {
-    std::cout << paraplan::compute_text(plan, b, all_ops) << paraplan::comm_text(plan, comm);
+    std::cout << detail_text(ev, all_ops);
+  }
+  return kExitOk;
+}
+
+// Side by side, like the seeds' EP16 vs EP32 operator tables: headline metrics, then the
+// MoE (or dense) layer's ops forward and backward, communication included.
+int cmd_compare(const std::vector<std::string>& refs, const std::string& format) {
+  std::vector<Evaluation> evs;
+  for (const std::string& r : refs) evs.push_back(evaluate_plan(paraplan::load_plan(r)));
+  const bool md = format == "md";
+  auto ms = [](double s) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", s * 1e3);
+    return std::string(buf);
+  };
+  std::vector<std::string> header{"metric"};
+  for (const Evaluation& ev : evs) header.push_back(ev.plan.strategy.name);
+  std::vector<std::vector<std::string>> rows;
+  auto add = [&](const std::string& name, auto value) {
+    std::vector<std::string> row{name};
+    for (const Evaluation& ev : evs) row.push_back(value(ev));
+    rows.push_back(std::move(row));
+  };
+  char buf[64];
+  add("nodes", [](const Evaluation& ev) { return std::to_string(ev.plan.strategy.nodes); });
+  add("step time (s)", [&](const Evaluation& ev) {
+    std::snprintf(buf, sizeof buf, "%.3f", ev.estimate.step_time_s);
+    return std::string(buf);
+  });
+  add("TGS (tokens/s/device)", [&](const Evaluation& ev) {
+    std::snprintf(buf, sizeof buf, "%.1f", ev.estimate.tokens_per_device_per_s);
+    return std::string(buf);
+  });
+  add("MFU", [&](const Evaluation& ev) {
+    std::snprintf(buf, sizeof buf, "%.1f%%", 100 * ev.estimate.mfu);
+    return std::string(buf);
+  });
+  add("memory (GB, worst stage)", [&](const Evaluation& ev) {
+    std::snprintf(buf, sizeof buf, "%.1f%s", ev.estimate.memory_bytes.total / 1e9, ev.estimate.feasible ? "" : " (over)");
+    return std::string(buf);
+  });
+  add("bottleneck", [](const Evaluation& ev) { return ev.estimate.bottleneck; });
+  // Per-op rows of the MoE layer (dense for dense models), in the first strategy's order.
+  const std::string kind = evs.front().plan.model.moe ? "moe" : "dense";
+  for (const char* phase : {"forward", "backward"}) {
+    std::vector<std::string> names;
+    for (const Evaluation& ev : evs) {
+      for (const auto& l : ev.compute.layers) {
+        if (l.kind != kind) continue;
+        for (const auto& op : l.ops) {
+          bool fwd = op.phase == "forward";
+          if (fwd != (std::string(phase) == "forward")) continue;
+          std::string base = op.name.substr(0, op.name.find('.', op.name.find("experts.") == 0 ? 8 : op.name.find("shared_experts.") == 0 ? 15 : 0));
+          if (std::find(names.begin(), names.end(), base) == names.end()) names.push_back(base);
+        }
+      }
+      for (const auto& l : ev.comm.layers) {
+        if (l.kind != kind) continue;
+        for (const auto& op : l.ops) {
+          if (op.phase != phase) continue;
+          if (std::find(names.begin(), names.end(), op.name) == names.end()) names.push_back(op.name);
+        }
+      }
+    }
+    double dummy = 0;
+    (void)dummy;
+    for (const std::string& name : names) {
+      add(std::string(phase == std::string("forward") ? "fwd " : "bwd ") + name + " (ms)", [&](const Evaluation& ev) {
+        double t = 0;
+        bool found = false;
+        for (const auto& l : ev.compute.layers) {
+          if (l.kind != kind) continue;
+          for (const auto& op : l.ops) {
+            bool fwd = op.phase == "forward";
+            if (fwd != (std::string(phase) == "forward")) continue;
+            if (op.name == name || op.name.rfind(name + ".", 0) == 0) {
+              t += op.time_s;
+              found = true;
+            }
+          }
+        }
+        for (const auto& l : ev.comm.layers) {
+          if (l.kind != kind) continue;
+          for (const auto& op : l.ops) {
+            if (op.phase == phase && op.name == name) {
+              t += op.time_s;
+              found = true;
+            }
+          }
+        }
+        return found ? ms(t) : std::string("-");
+      });
+    }
+  }
+  std::vector<std::size_t> width(header.size(), 0);
+  for (std::size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
+  for (const auto& row : rows) {
+    for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string out = md ? "| " : "";
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      std::string cell = cells[c];
+      if (!md) cell += std::string(width[c] + 2 - cell.size(), ' ');
+      out += cell + (md ? " | " : "");
+    }
+    return out + "\n";
+  };
+  std::cout << line(header);
+  if (md) {
+    std::string sep = "|---|";
+    for (std::size_t c = 1; c < header.size(); ++c) sep += "---:|";
+    std::cout << sep << "\n";
+  }
+  for (const auto& row : rows) std::cout << line(row);
+  std::cout << (md ? "\n" : "") << "Per-op rows: one micro-batch through one " << kind
+            << " layer on one device; communication before overlap with compute.\n";
+  return kExitOk;
+}
+
+struct RankArgs {
+  std::string hardware, model, space = "default", output, format = "table", objective;
+  std::vector<int> nodes;
+  std::vector<std::string> sets;
+  int top = 0, threads = 0;
+};
+
+int cmd_rank(const RankArgs& a) {
+  std::vector<std::string> sets = a.sets;
+  if (!a.hardware.empty()) sets.push_back("hardware=" + a.hardware);
+  if (!a.model.empty()) sets.push_back("model=" + a.model);
+  if (!a.nodes.empty()) {
+    std::string list = "nodes=[";
+    for (std::size_t i = 0; i < a.nodes.size(); ++i) list += (i ? "," : "") + std::to_string(a.nodes[i]);
+    sets.push_back(list + "]");
+  }
+  if (!a.objective.empty()) sets.push_back("objective=" + a.objective);
+  paraplan::SpacePlan space = paraplan::load_space(a.space, sets);
+  paraplan::Planner planner(space.hardware, space.model);
+  paraplan::SearchOptions opt;
+  opt.threads = a.threads;
+  opt.top = a.top > 0 ? a.top : space.space.top;
+  opt.objective = space.space.objective;
+  opt.keep_all = !a.output.empty() || a.format == "csv";
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  const auto start = std::chrono::steady_clock::now();
+  bool drew = false;
+  opt.progress = [&](std::size_t done, std::size_t total) {
+    if (!tty) return;
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (elapsed < 1.0 && !drew) return;
+    drew = true;
+    int filled = total > 0 ? static_cast<int>(30.0 * done / total) : 30;
+    std::fprintf(stderr, "\r[%s%s] %zu/%zu strategies", std::string(static_cast<std::size_t>(filled), '#').c_str(),
+                 std::string(static_cast<std::size_t>(30 - filled), ' ').c_str(), done, total);
+    if (done >= total) std::fprintf(stderr, "\n");
+  };
+  paraplan::SearchResult r = planner.search(space.space, opt);
+  if (drew) std::fprintf(stderr, "\n");
+
+  std::string best_detail;
+  if (!r.best.empty()) {
+    paraplan::Plan best{space.hardware, space.model, r.best.front().strategy};
+    best.strategy.name = "best";
+    best_detail = detail_text(evaluate_plan(best), false);
+  }
+  if (!a.output.empty()) {
+    std::filesystem::path base(a.output);
+    if (base.has_parent_path()) std::filesystem::create_directories(base.parent_path());
+    std::ofstream(base.string() + ".md") << paraplan::rank_markdown(space, r, best_detail);
+    std::ofstream(base.string() + ".csv") << paraplan::rank_csv(r.all);
+    std::ofstream(base.string() + ".json") << paraplan::rank_json(space, r);
+  }
+  if (a.format == "json") {
+    std::cout << paraplan::rank_json(space, r);
+  } else if (a.format == "csv") {
+    std::cout << paraplan::rank_csv(r.all);
+  } else if (a.format == "md") {
+    std::cout << paraplan::rank_markdown(space, r, best_detail);
+  } else {
+    std::cout << space.model.name << " on " << space.hardware.name << ": " << paraplan::rank_summary(r) << "\n";
+    std::cout << paraplan::rank_table(r, static_cast<std::size_t>(opt.top));
+    if (!a.output.empty()) {
+      std::cout << "\nReports: " << a.output << ".md, " << a.output << ".csv, " << a.output << ".json\n";
+    }
+  }
+  if (r.best.empty()) {
+    std::cerr << "paraplan rank: no strategy of the space fits (" << r.evaluated << " evaluated)\n";
+    return kExitInfeasible;
   }
   return kExitOk;
 }
@@ -100,12 +319,14 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.footer(
       "Examples:\n"
-      "  paraplan list\n"
+      "  paraplan rank                       # DeepSeek-V3 on br166-ubbv2 at 16/32/64 nodes\n"
+      "  paraplan evaluate br166-ep16-mb2\n"
+      "  paraplan compare br166-ep16-mb2 br166-ep32-32n-mb1\n"
       "  paraplan check hardware/br166-ubbv2.yaml my-strategy.yaml\n"
       "\nExit codes: 0 success, 1 internal error, 2 bad input or arguments, 3 no feasible strategy.\n"
       "Input schemas: docs/inputs.md\n");
 
-  auto* list = app.add_subcommand("list", "List the built-in hardware, models and strategies");
+  auto* list = app.add_subcommand("list", "List the built-in hardware, models, strategies and search spaces");
   list->footer("Example:\n  paraplan list\n");
 
   std::vector<std::string> check_files;
@@ -125,23 +346,59 @@ int main(int argc, char** argv) {
       "  paraplan check --all\n");
 
   std::string eval_ref;
+  std::vector<std::string> eval_sets;
   std::string eval_format = "table";
   bool eval_all_ops = false;
   auto* evaluate = app.add_subcommand(
-      "evaluate", "One strategy in detail: parameter and FLOP counts, per-layer and per-op times");
+      "evaluate", "One strategy in full: step time, TGS, MFU, memory per stage, every op and transfer");
   evaluate->add_option("strategy", eval_ref, "Strategy YAML file or built-in strategy name")->required();
+  evaluate->add_option("--set", eval_sets, "Override a strategy key, e.g. --set parallel.ep=32 (repeatable)");
   evaluate->add_option("--format", eval_format, "Output format")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
-  evaluate->add_flag("--all-ops", eval_all_ops,
-                     "Table: list backward and recompute ops too, not only forward ones");
+  evaluate->add_flag("--all-ops", eval_all_ops, "Table: list backward and recompute ops too");
   evaluate->footer(
-      "Times are for one micro-batch through one layer of each kind on one device, from the\n"
-      "hardware's GEMM efficiency tables and memory bandwidth (compute only for now).\n"
+      "Per-op times are one micro-batch through one layer of each kind on one device; the step\n"
+      "combines them with the pipeline schedule, overlap rules, DP sync and the optimizer.\n"
       "Examples:\n"
       "  paraplan evaluate br166-ep16-mb2\n"
-      "  paraplan evaluate strategies/br166-ep32-32n-mb1.yaml --all-ops\n"
+      "  paraplan evaluate br166-ep16-mb2 --set moe.dispatch=deepep --set training.micro_batch=1\n"
       "  paraplan evaluate my-strategy.yaml --format json > estimate.json\n");
+
+  std::vector<std::string> compare_refs;
+  std::string compare_format = "table";
+  auto* compare = app.add_subcommand("compare", "Strategies side by side: metrics and per-op times");
+  compare->add_option("strategies", compare_refs, "Strategy files or built-in names")->required()->expected(2, 16);
+  compare->add_option("--format", compare_format, "Output format")
+      ->check(CLI::IsMember({"table", "md"}))
+      ->capture_default_str();
+  compare->footer(
+      "Example (the seeds' EP16 vs EP32 operator table):\n"
+      "  paraplan compare br166-ep16-mb2 br166-ep32-32n-mb1 br166-ep64-64n-mb1 --format md\n");
+
+  RankArgs rank_args;
+  auto* rank = app.add_subcommand("rank", "Search every valid strategy of a space and rank them");
+  rank->add_option("-H,--hardware", rank_args.hardware, "Hardware (name or file); default: the space's");
+  rank->add_option("-m,--model", rank_args.model, "Model (name or file); default: the space's");
+  rank->add_option("-s,--space", rank_args.space, "Search space (name or file)")->capture_default_str();
+  rank->add_option("--nodes", rank_args.nodes, "Node counts, e.g. --nodes 16,32,64")->delimiter(',');
+  rank->add_option("--top", rank_args.top, "How many strategies to show (default: the space's top)");
+  rank->add_option("--objective", rank_args.objective, "tgs | step_time | mfu | memory")
+      ->check(CLI::IsMember({"tgs", "step_time", "mfu", "memory"}));
+  rank->add_option("--set", rank_args.sets, "Override a space key, e.g. --set training.micro_batch=[1,2]");
+  rank->add_option("-o,--output", rank_args.output, "Write NAME.md, NAME.csv and NAME.json, e.g. reports/default");
+  rank->add_option("--format", rank_args.format, "Terminal output format")
+      ->check(CLI::IsMember({"table", "md", "csv", "json"}))
+      ->capture_default_str();
+  rank->add_option("--threads", rank_args.threads, "Worker threads (default: all cores)");
+  rank->footer(
+      "With no arguments: DeepSeek-V3 on br166-ubbv2 at 16, 32 and 64 nodes (strategies/\n"
+      "default.space.yaml). Exit 3 when nothing fits.\n"
+      "Examples:\n"
+      "  paraplan rank\n"
+      "  paraplan rank -o reports/default\n"
+      "  paraplan rank -H h800-ib --nodes 32,64 --top 10\n"
+      "  paraplan rank -s my.space.yaml --format json > ranking.json\n");
 
   try {
     app.parse(argc, argv);
@@ -159,7 +416,9 @@ int main(int argc, char** argv) {
   try {
     if (list->parsed()) return cmd_list();
     if (check->parsed()) return cmd_check(check_files, check_all, check_quiet);
-    if (evaluate->parsed()) return cmd_evaluate(eval_ref, eval_format, eval_all_ops);
+    if (evaluate->parsed()) return cmd_evaluate(eval_ref, eval_sets, eval_format, eval_all_ops);
+    if (compare->parsed()) return cmd_compare(compare_refs, compare_format);
+    if (rank->parsed()) return cmd_rank(rank_args);
   } catch (const paraplan::ConfigError& e) {
     print_diagnostics(e);
     return kExitBadInput;

@@ -359,6 +359,82 @@ HardwareSpec load_hardware(const std::string& ref) {
 ModelSpec load_model(const std::string& ref) {
   return config::load_and_read(ref, FileKind::Model, config::read_model_at);
 }
+namespace config {
+namespace {
+
+// Applies `a.b.c=value` to a tree: creates missing maps, replaces the value. Problems are
+// reported against the pseudo-file "--set".
+void apply_sets(Node& root, const std::vector<std::string>& sets, Diags& diags) {
+  auto source = std::make_shared<Source>(Source{"--set", "", false, "--set"});
+  for (const std::string& set : sets) {
+    const std::size_t eq = set.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      diags.error(source, "`" + set + "` is not key=value (e.g. parallel.ep=32)");
+      continue;
+    }
+    const std::string path = std::string(util::trim(std::string_view(set).substr(0, eq)));
+    Node value = parse_yaml(set.substr(eq + 1), source, diags);
+    if (!root.is_map()) {
+      root.type = Node::Type::Map;
+    }
+    Node* cur = &root;
+    std::size_t start = 0;
+    while (true) {
+      const std::size_t dot = path.find('.', start);
+      const std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+      if (key.empty()) {
+        diags.error(source, "`" + set + "`: empty key");
+        break;
+      }
+      Node* next = cur->find(key);
+      if (next == nullptr) {
+        Node fresh;
+        fresh.type = dot == std::string::npos ? Node::Type::Null : Node::Type::Map;
+        fresh.loc = value.loc;
+        cur->entries.emplace_back(key, std::move(fresh));
+        cur->key_locs.push_back(value.loc);
+        next = &cur->entries.back().second;
+      }
+      if (dot == std::string::npos) {
+        *next = value;
+        break;
+      }
+      if (!next->is_map()) {
+        next->type = Node::Type::Map;
+        next->scalar.clear();
+        next->items.clear();
+      }
+      cur = next;
+      start = dot + 1;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace config
+
+Plan load_plan(const std::string& ref, const std::vector<std::string>& sets) {
+  config::Diags diags;
+  std::shared_ptr<const config::Source> source;
+  config::Node root = config::load_root(ref, FileKind::Strategy, {}, diags, &source);
+  config::apply_sets(root, sets, diags);
+  diags.throw_if_any();
+  Plan plan = config::plan_from_root(root, source, diags);
+  diags.throw_if_any();
+  return plan;
+}
+
+SpacePlan load_space(const std::string& ref, const std::vector<std::string>& sets) {
+  config::Diags diags;
+  std::shared_ptr<const config::Source> source;
+  config::Node root = config::load_root(ref, FileKind::Space, {}, diags, &source);
+  config::apply_sets(root, sets, diags);
+  diags.throw_if_any();
+  SpacePlan sp = config::space_from_root(root, source, diags);
+  diags.throw_if_any();
+  return sp;
+}
+
 Plan load_plan(const std::string& ref) {
   return config::load_and_read(ref, FileKind::Strategy, config::plan_from_root);
 }

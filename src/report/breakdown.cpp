@@ -5,6 +5,7 @@
 #include "paraplan/report.hpp"
 #include "paraplan/units.hpp"
 #include "report/json.hpp"
+#include "report/writers.hpp"
 
 namespace paraplan {
 namespace {
@@ -89,6 +90,19 @@ std::string compute_json(const Plan& plan, const ComputeBreakdown& b, const Comm
   w.begin_object();
   w.key("strategy");
   write_strategy(w, plan);
+  report::write_breakdown_fields(w, plan, b, comm);
+  w.end_object();
+  return w.str() + "\n";
+}
+
+}  // namespace paraplan
+
+namespace paraplan::report {
+
+void write_strategy_object(JsonWriter& w, const Plan& plan) { write_strategy(w, plan); }
+
+void write_breakdown_fields(JsonWriter& w, const Plan& plan, const ComputeBreakdown& b,
+                            const CommBreakdown* comm) {
   w.key("model").begin_object();
   w.field("total_params", static_cast<long long>(b.model.total_params));
   w.field("active_params", static_cast<long long>(b.model.active_params));
@@ -147,9 +161,11 @@ std::string compute_json(const Plan& plan, const ComputeBreakdown& b, const Comm
       write_comm_op(w, comm->pp_send);
     }
   }
-  w.end_object();
-  return w.str() + "\n";
 }
+
+}  // namespace paraplan::report
+
+namespace paraplan {
 
 std::string compute_text(const Plan& plan, const ComputeBreakdown& b, bool all_ops) {
   const Strategy& s = plan.strategy;

@@ -1,0 +1,22 @@
+#pragma once
+// JSON pieces shared by the report writers: each adds keys to an open object.
+
+#include "paraplan/estimate.hpp"
+#include "paraplan/planner.hpp"
+#include "report/json.hpp"
+
+namespace paraplan::report {
+
+/// The resolved strategy object (every field).
+void write_strategy_object(JsonWriter& w, const Plan& plan);
+
+/// `model`, `tokens`, `layers` (compute ops, and comm ops when `comm`), `routing`, `pp_send`.
+void write_breakdown_fields(JsonWriter& w, const Plan& plan, const ComputeBreakdown& b,
+                            const CommBreakdown* comm);
+
+/// The headline keys of an estimate (DESIGN.md sec. 5): feasible, infeasible_reasons,
+/// step_time_s, tokens_per_device_per_s, tokens_per_die_per_s, mfu, hfu, bottleneck,
+/// micro_batches, devices, time_s {...}, memory_bytes {...}.
+void write_estimate_fields(JsonWriter& w, const Estimate& e);
+
+}  // namespace paraplan::report

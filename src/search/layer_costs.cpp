@@ -1,0 +1,109 @@
+#include "search/layer_costs.hpp"
+
+#include "paraplan/estimate.hpp"
+
+namespace paraplan::search {
+
+std::size_t LayerKeyHash::operator()(const LayerKey& k) const noexcept {
+  std::size_t h = 1469598103934665603ull;
+  auto mix = [&](std::size_t v) { h = (h ^ v) * 1099511628211ull; };
+  mix(static_cast<std::size_t>(k.tp));
+  mix(static_cast<std::size_t>(k.cp));
+  mix(static_cast<std::size_t>(k.ep));
+  mix(static_cast<std::size_t>(k.etp));
+  mix(static_cast<std::size_t>(k.micro_batch));
+  mix(static_cast<std::size_t>(k.seq));
+  mix((k.sp ? 1u : 0u) | (k.dies ? 2u : 0u) | (k.overlap_tp ? 4u : 0u));
+  mix(static_cast<std::size_t>(k.recompute));
+  mix(k.modules);
+  mix(static_cast<std::size_t>(k.precision));
+  mix(static_cast<std::size_t>(k.dispatch));
+  mix(static_cast<std::size_t>(k.routing));
+  mix(std::hash<double>{}(k.imbalance));
+  mix(static_cast<std::size_t>(k.algorithm));
+  return h;
+}
+
+LayerKey key_of(const Strategy& s, int model_seq) {
+  LayerKey k;
+  k.tp = s.parallel.tp;
+  k.cp = s.parallel.cp;
+  k.ep = s.parallel.ep;
+  k.etp = s.parallel.etp;
+  k.micro_batch = s.training.micro_batch;
+  k.seq = s.training.seq_len > 0 ? s.training.seq_len : model_seq;
+  k.sp = s.parallel.sp;
+  k.dies = s.ep_over_dies;
+  k.recompute = s.training.recompute.mode;
+  if (k.recompute == RecomputeMode::Modules) {
+    for (int i = 0; i < kRecomputeModuleCount; ++i) {
+      if (s.training.recompute.modules[static_cast<std::size_t>(i)]) k.modules |= static_cast<std::uint8_t>(1u << i);
+    }
+  }
+  k.precision = s.training.precision;
+  k.dispatch = s.moe.dispatch;
+  k.routing = s.moe.routing;
+  k.imbalance = s.moe.imbalance;
+  k.algorithm = s.collective_algorithm;
+  k.overlap_tp = s.overlap.tp;
+  return k;
+}
+
+namespace {
+
+KindCost& kind_of(LayerCosts& c, const std::string& kind) {
+  if (kind == "dense") return c.dense;
+  if (kind == "moe") return c.moe;
+  if (kind == "mtp") return c.mtp;
+  if (kind == "embedding") return c.embedding;
+  return c.head;
+}
+
+}  // namespace
+
+LayerCosts compute_layer_costs(const HardwareSpec& hw, const ModelSpec& m, const Strategy& s) {
+  Plan plan{hw, m, s};
+  LayerCosts out;
+  const CommBreakdown comm = estimate_comm(plan);
+  out.rank_load = comm.routing.rank_load;
+  const ComputeBreakdown compute = estimate_compute(plan, out.rank_load);
+  for (const LayerEstimate& l : compute.layers) {
+    KindCost& k = kind_of(out, l.kind);
+    k.f = l.forward_s;
+    k.b = l.backward_s - l.weight_grad_s;
+    k.w = l.weight_grad_s;
+    for (const OpEstimate& op : l.ops) {
+      if (op.phase == "recompute" && op.kind != "memory") k.recompute_flops += op.flops;
+    }
+  }
+  for (const LayerComm& l : comm.layers) {
+    KindCost& k = kind_of(out, l.kind);
+    for (const CommOpEstimate& op : l.ops) {
+      const bool fwd = op.phase == "forward";
+      if (op.group == "ep") {
+        (fwd ? k.ep_f : k.ep_b) += op.time_s;
+        (fwd ? k.ep_f_busy : k.ep_b_busy) += op.compute_s;
+        k.queueing += op.queueing_s;
+      } else {
+        (fwd ? k.tp_f : k.tp_b) += op.time_s;
+      }
+    }
+  }
+  out.memory = cost::memory_inputs(plan, out.rank_load);
+  return out;
+}
+
+std::shared_ptr<const LayerCosts> LayerCostCache::get(const Strategy& s) const {
+  const LayerKey key = key_of(s, model_.seq_len);
+  {
+    std::shared_lock lock(mutex_);
+    auto it = map_.find(key);
+    if (it != map_.end()) return it->second;
+  }
+  auto costs = std::make_shared<const LayerCosts>(compute_layer_costs(hw_, model_, s));
+  std::unique_lock lock(mutex_);
+  auto [it, inserted] = map_.emplace(key, costs);
+  return it->second;
+}
+
+}  // namespace paraplan::search

@@ -1,0 +1,487 @@
+// Planner: one strategy from cached layer costs, and the parallel search over a space.
+
+#include "paraplan/planner.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <thread>
+#include <tuple>
+
+#include "cost/comm.hpp"
+#include "cost/memory.hpp"
+#include "model/op_graph.hpp"
+#include "model/params.hpp"
+#include "paraplan/model.hpp"
+#include "search/layer_costs.hpp"
+#include "search/step.hpp"
+
+namespace paraplan {
+
+struct Planner::Impl {
+  HardwareSpec hw;
+  ModelSpec model;
+  ModelCounts counts;
+  search::LayerCostCache cache;
+  // Collective times that depend on the DP / PP layout, keyed by (op, size, stride, dies,
+  // bytes): a handful of distinct values per search.
+  mutable std::mutex comm_mutex;
+  mutable std::map<std::tuple<int, int, long long, bool, double>, double> comm_cache;
+
+  Impl(HardwareSpec h, ModelSpec m)
+      : hw(std::move(h)), model(std::move(m)), counts(count_model(model)), cache(hw, model) {}
+
+  double collective_time(Collective op, int size, long long stride, bool dies, double bytes) const {
+    if (size <= 1 || bytes <= 0) return 0.0;
+    auto key = std::make_tuple(static_cast<int>(op), size, stride, dies, bytes);
+    {
+      std::lock_guard lock(comm_mutex);
+      auto it = comm_cache.find(key);
+      if (it != comm_cache.end()) return it->second;
+    }
+    double t = cost::collective(hw, op, bytes, cost::place(hw, size, stride, dies)).time_s;
+    std::lock_guard lock(comm_mutex);
+    comm_cache.emplace(key, t);
+    return t;
+  }
+
+  // PP send and DP synchronisation of a strategy (the layer-independent communication).
+  search::StrategyComm strategy_comm(const Strategy& s, const MemoryEstimate& mem) const {
+    search::StrategyComm c;
+    const Parallel& p = s.parallel;
+    const double h = model.hidden;
+    const model::Tokens tok = model::tokens_of(model, s, hw, 1.0);
+    if (p.pp > 1) {
+      const bool sp = p.sp || (model.moe.has_value() && p.tp > 1);
+      const double bytes = tok.per_device * h * 2 / (sp ? p.tp : 1);
+      c.pp_send_s = collective_time(Collective::SendRecv, 2, static_cast<long long>(p.tp) * p.cp * p.dp,
+                                    false, bytes);
+    }
+    if (mem.stages.empty()) return c;
+    // The rank with the most parameters finishes its DP synchronisation last.
+    double dense = 0, expert = 0;
+    for (const StageMemory& st : mem.stages) {
+      if (st.dense_params + st.expert_params > dense + expert) {
+        dense = st.dense_params;
+        expert = st.expert_params;
+      }
+    }
+    const int zero = s.training.zero;
+    const bool dies = s.ep_over_dies && hw.device.dies > 1;
+    const int dense_group = p.dp * p.cp;
+    const int edp = static_cast<int>(std::max<long long>(
+        1, static_cast<long long>(p.tp) * p.cp * p.dp * (dies ? hw.device.dies : 1) / (static_cast<long long>(p.ep) * p.etp)));
+    const long long expert_stride = static_cast<long long>(p.ep) * p.etp;
+    auto sync = [&](int group, long long stride, bool on_dies, double params) {
+      if (group <= 1 || params <= 0) return 0.0;
+      // FP32 gradients (Megatron's main grads), BF16 parameters.
+      if (zero == 0) return collective_time(Collective::AllReduce, group, stride, on_dies, 4 * params);
+      double t = collective_time(Collective::ReduceScatter, group, stride, on_dies, 4 * params) +
+                 collective_time(Collective::AllGather, group, stride, on_dies, 2 * params);
+      // ZeRO-3 gathers the weights again for every micro-batch's forward and backward.
+      if (zero >= 3) t += 2.0 * cost::micro_batches(s) * collective_time(Collective::AllGather, group, stride, on_dies, 2 * params);
+      return t;
+    };
+    c.dp_s = sync(dense_group, p.tp, false, dense) + sync(edp, expert_stride, dies, expert);
+    return c;
+  }
+
+  Estimate evaluate(const Strategy& s, bool detail) const {
+    auto costs = cache.get(s);
+    MemoryEstimate mem = cost::combine_memory(costs->memory, hw, model, s, detail);
+    return search::evaluate_step(hw, model, counts, s, *costs, mem, strategy_comm(s, mem));
+  }
+};
+
+Planner::Planner(HardwareSpec hardware, ModelSpec model)
+    : impl_(std::make_unique<Impl>(std::move(hardware), std::move(model))) {}
+Planner::~Planner() = default;
+
+const HardwareSpec& Planner::hardware() const { return impl_->hw; }
+const ModelSpec& Planner::model() const { return impl_->model; }
+
+Estimate Planner::evaluate(const Strategy& s) const {
+  std::vector<RuleViolation> broken = check_rules(s, impl_->hw, impl_->model);
+  if (!broken.empty()) {
+    Estimate e;
+    e.strategy = s;
+    e.valid = false;
+    e.feasible = false;
+    for (const RuleViolation& v : broken) e.infeasible_reasons.push_back("rule " + v.rule + ": " + v.message);
+    return e;
+  }
+  return impl_->evaluate(s, true);
+}
+
+namespace {
+
+double objective_value(const Estimate& e, Objective o) {
+  switch (o) {
+    case Objective::Tgs: return -e.tokens_per_device_per_s;
+    case Objective::StepTime: return e.step_time_s;
+    case Objective::Mfu: return -e.mfu;
+    case Objective::Memory: return e.memory_bytes.total;
+  }
+  return 0;
+}
+
+auto strategy_tuple(const Strategy& s) {
+  const Parallel& p = s.parallel;
+  int modules = 0;
+  for (int i = 0; i < kRecomputeModuleCount; ++i) modules |= s.training.recompute.modules[static_cast<std::size_t>(i)] << i;
+  return std::make_tuple(s.nodes, p.tp, p.pp, p.dp, p.ep, p.etp, p.vpp, p.cp, p.sp, s.ep_over_dies,
+                         s.training.micro_batch, static_cast<int>(s.training.recompute.mode), modules,
+                         s.training.zero, static_cast<int>(s.training.optimizer),
+                         s.training.optimizer_offload, s.training.activation_offload,
+                         static_cast<int>(s.training.precision), static_cast<int>(s.moe.dispatch),
+                         static_cast<int>(s.moe.routing), static_cast<int>(s.schedule));
+}
+
+}  // namespace
+
+bool better(const Estimate& a, const Estimate& b, Objective objective) {
+  const double va = objective_value(a, objective), vb = objective_value(b, objective);
+  if (va != vb) return va < vb;
+  return strategy_tuple(a.strategy) < strategy_tuple(b.strategy);
+}
+
+namespace {
+
+// ---- enumeration ---------------------------------------------------------------------
+
+std::vector<int> divisors(int n) {
+  std::vector<int> d;
+  for (int i = 1; i <= n; ++i) {
+    if (n % i == 0) d.push_back(i);
+  }
+  return d;
+}
+
+template <typename T>
+std::vector<T> pick(const Choice<T>& c, std::vector<T> automatic) {
+  if (c.auto_values) return automatic;
+  return c.values.empty() ? automatic : c.values;
+}
+
+template <typename T>
+std::vector<T> pick_or(const Choice<T>& c, T fallback) {
+  return c.values.empty() || c.auto_values ? std::vector<T>{fallback} : c.values;
+}
+
+struct Counter {
+  std::map<std::string, std::size_t> by_rule;
+};
+
+// Every combination of the space, the rule-breaking ones counted by rule and dropped.
+std::vector<Strategy> enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSpace& sp,
+                                Counter& rejected, std::size_t& candidates) {
+  std::vector<Strategy> out;
+  const int dpn = std::max(1, hw.devices_per_node());
+  const bool multi_die = hw.device.dies > 1;
+  const bool moe = m.moe.has_value();
+  const int seq = sp.seq_len > 0 ? sp.seq_len : m.seq_len;
+  std::vector<int> nodes_auto;
+  for (int n = 1; n <= hw.max_nodes(); n *= 2) nodes_auto.push_back(n);
+  const auto nodes = pick(sp.nodes, nodes_auto);
+  // tp: powers of two within a node; cp, etp: 1 unless listed.
+  std::vector<int> tp_auto;
+  for (int t = 1; t <= dpn; t *= 2) tp_auto.push_back(t);
+  const auto tps = pick(sp.tp, tp_auto);
+  const auto cps = pick(sp.cp, std::vector<int>{1});
+  const auto etps = pick(sp.etp, std::vector<int>{1});
+  const auto dies_choices = pick(sp.ep_over_dies, multi_die && moe ? std::vector<bool>{false, true}
+                                                                   : std::vector<bool>{false});
+  const auto mbs = pick(sp.micro_batch, std::vector<int>{1, 2, 4, 8});
+  const auto gbs = pick_or(sp.global_batch, 1);
+  std::vector<Recompute> rc_auto(3);
+  rc_auto[1].mode = RecomputeMode::Selective;
+  rc_auto[2].mode = RecomputeMode::Full;
+  const auto rcs = pick(sp.recompute, rc_auto);
+  const auto zeros = pick(sp.zero, std::vector<int>{1});
+  const auto opts = pick(sp.optimizer, std::vector<Optimizer>{Optimizer::Adam});
+  const auto offs = pick(sp.optimizer_offload, std::vector<bool>{false});
+  const auto aoffs = pick(sp.activation_offload, std::vector<bool>{false});
+  const auto precs = pick(sp.precision, std::vector<Precision>{Precision::Bf16});
+  const auto dispatches =
+      moe ? pick(sp.dispatch, std::vector<Dispatch>{Dispatch::AllGather, Dispatch::AllToAll, Dispatch::DeepEp,
+                                                    Dispatch::SendRecvAllGather, Dispatch::SendRecvDeepEp})
+          : std::vector<Dispatch>{Dispatch::AllToAll};
+  const auto routings = moe ? pick(sp.routing, std::vector<Routing>{Routing::Uniform}) : std::vector<Routing>{Routing::Uniform};
+  const auto schedules = pick(sp.schedule, std::vector<Schedule>{Schedule::OneFOneB, Schedule::Interleaved,
+                                                                 Schedule::ZeroBubble, Schedule::DualPipe,
+                                                                 Schedule::DualPipeV});
+  const auto sps = pick(sp.sp, std::vector<bool>{false, true});
+
+  Strategy base;
+  base.hardware = sp.hardware;
+  base.model = sp.model;
+  base.training.seq_len = sp.seq_len;
+  base.moe.imbalance = sp.imbalance;
+  base.overlap = sp.overlap;
+  base.collective_algorithm = sp.collective_algorithm;
+
+  for (int n : nodes) {
+    const int devices = n * dpn;
+    for (int tp : tps) {
+      for (int cp : cps) {
+        if (devices % (tp * cp) != 0) {
+          ++rejected.by_rule["world"];
+          ++candidates;
+          continue;
+        }
+        const int rest = devices / (tp * cp);
+        const auto pps = pick(sp.pp, divisors(rest));
+        for (int pp : pps) {
+          if (rest % pp != 0) {
+            ++rejected.by_rule["world"];
+            ++candidates;
+            continue;
+          }
+          const int dp = rest / pp;
+          if (!sp.dp.auto_values && !sp.dp.values.empty() &&
+              std::find(sp.dp.values.begin(), sp.dp.values.end(), dp) == sp.dp.values.end()) {
+            continue;  // not asked for
+          }
+          for (bool dies : dies_choices) {
+            std::vector<int> ep_auto{1};
+            if (moe) {
+              ep_auto.clear();
+              const int ranks = tp * cp * dp * (dies ? hw.device.dies : 1);
+              for (int e : divisors(m.moe->routed_experts)) {
+                if (ranks % e == 0) ep_auto.push_back(e);
+              }
+            }
+            const auto eps = pick(sp.ep, ep_auto);
+            for (int ep : eps) {
+              for (int etp : etps) {
+                for (Schedule sched : schedules) {
+                  std::vector<int> vpp_auto{1};
+                  if (sched == Schedule::Interleaved) {
+                    vpp_auto.clear();
+                    for (int v : {2, 3, 4, 6, 8}) vpp_auto.push_back(v);
+                  }
+                  const auto vpps = sched == Schedule::Interleaved ? pick(sp.vpp, vpp_auto) : std::vector<int>{1};
+                  for (int vpp : vpps) {
+                    for (int mb : mbs) {
+                      for (int gb : gbs) {
+                        for (bool spar : sps) {
+                          if (spar && tp == 1) continue;  // SP is a TP option
+                          for (const Recompute& rc : rcs) {
+                            for (int zero : zeros) {
+                              for (Optimizer opt : opts) {
+                                for (bool off : offs) {
+                                  for (bool aoff : aoffs) {
+                                    for (Precision prec : precs) {
+                                      for (Dispatch d : dispatches) {
+                                        // Dispatch schemes only differ when there is an EP group.
+                                        if (ep == 1 && d != dispatches.front()) continue;
+                                        for (Routing rt : routings) {
+                                          ++candidates;
+                                          Strategy s = base;
+                                          s.nodes = n;
+                                          s.parallel.tp = tp;
+                                          s.parallel.cp = cp;
+                                          s.parallel.pp = pp;
+                                          s.parallel.dp = dp;
+                                          s.parallel.ep = ep;
+                                          s.parallel.etp = etp;
+                                          s.parallel.vpp = vpp;
+                                          s.parallel.sp = spar;
+                                          s.ep_over_dies = dies;
+                                          s.schedule = sched;
+                                          s.training.micro_batch = mb;
+                                          s.training.global_batch = gb;
+                                          s.training.recompute = rc;
+                                          s.training.zero = zero;
+                                          s.training.optimizer = opt;
+                                          s.training.optimizer_offload = off;
+                                          s.training.activation_offload = aoff;
+                                          s.training.precision = prec;
+                                          s.moe.dispatch = d;
+                                          s.moe.routing = rt;
+                                          std::vector<RuleViolation> broken = check_rules(s, hw, m);
+                                          if (!broken.empty()) {
+                                            ++rejected.by_rule[broken.front().rule];
+                                            continue;
+                                          }
+                                          (void)seq;
+                                          out.push_back(std::move(s));
+                                        }
+                                      }
+                                    }
+                                  }
+                                }
+                              }
+                            }
+                          }
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// ---- ranking -------------------------------------------------------------------------
+
+// A feasible candidate as the Pareto front sees it.
+struct Point {
+  double tgs, headroom;
+  int nodes;
+  std::size_t index;  // into the candidate list
+};
+
+// Candidates not dominated in (TGS up, memory headroom up, nodes down). Sort by TGS
+// descending, then keep a point unless an earlier kept one is at least as good on the other
+// two; ties in TGS are ordered by index, so the front is deterministic.
+std::vector<std::size_t> pareto_front(std::vector<Point> pts) {
+  std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) {
+    if (a.tgs != b.tgs) return a.tgs > b.tgs;
+    return a.index < b.index;
+  });
+  std::vector<Point> front;
+  for (const Point& p : pts) {
+    bool dominated = false;
+    for (const Point& f : front) {
+      if (f.headroom >= p.headroom && f.nodes <= p.nodes) {
+        dominated = true;
+        break;
+      }
+    }
+    if (!dominated) front.push_back(p);
+  }
+  std::vector<std::size_t> out;
+  for (const Point& f : front) out.push_back(f.index);
+  return out;
+}
+
+}  // namespace
+
+SearchResult Planner::search(const SearchSpace& space, const SearchOptions& options) const {
+  const auto start = std::chrono::steady_clock::now();
+  SearchResult result;
+  Counter rejected;
+  std::vector<Strategy> candidates = enumerate(impl_->hw, impl_->model, space, rejected, result.candidates);
+  const std::size_t total = candidates.size();
+  int threads = options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
+  threads = std::max(1, std::min<int>(threads, static_cast<int>(std::max<std::size_t>(1, total / 64))));
+
+  // Phase 1: the distinct layer-cost keys, computed in parallel (the expensive part).
+  std::vector<const Strategy*> key_reps;
+  {
+    std::unordered_map<search::LayerKey, int, search::LayerKeyHash> seen;
+    for (const Strategy& s : candidates) {
+      if (seen.emplace(search::key_of(s, impl_->model.seq_len), 1).second) key_reps.push_back(&s);
+    }
+  }
+  std::atomic<std::size_t> next{0}, done{0};
+  auto cancelled = [&] { return options.cancel != nullptr && options.cancel->load(); };
+  {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&] {
+        for (std::size_t i; (i = next.fetch_add(1)) < key_reps.size() && !cancelled();) {
+          (void)impl_->cache.get(*key_reps[i]);
+        }
+      });
+    }
+    for (auto& th : pool) th.join();
+  }
+
+  // Phase 2: every candidate, statically sliced (results do not depend on the slicing).
+  struct Local {
+    std::vector<Estimate> best, all;
+    std::vector<Point> points;
+    std::size_t feasible = 0, infeasible = 0;
+  };
+  std::vector<Local> locals(static_cast<std::size_t>(threads));
+  const std::size_t keep = static_cast<std::size_t>(std::max(1, options.top));
+  auto worker = [&](int t) {
+    Local& L = locals[static_cast<std::size_t>(t)];
+    const std::size_t lo = total * static_cast<std::size_t>(t) / static_cast<std::size_t>(threads);
+    const std::size_t hi = total * static_cast<std::size_t>(t + 1) / static_cast<std::size_t>(threads);
+    for (std::size_t i = lo; i < hi; ++i) {
+      if ((i & 63) == 0 && cancelled()) break;
+      Estimate e = impl_->evaluate(candidates[i], false);
+      // The space's headroom: a strategy may use at most this fraction of device memory.
+      if (e.feasible && e.memory_bytes.total > space.memory_headroom * e.memory_bytes.capacity) {
+        e.feasible = false;
+        e.infeasible_reasons.push_back("memory headroom");
+      }
+      if (options.keep_all) L.all.push_back(e);
+      if (!e.feasible) {
+        ++L.infeasible;
+      } else {
+        ++L.feasible;
+        L.points.push_back({e.tokens_per_device_per_s, e.memory_bytes.capacity - e.memory_bytes.total,
+                            e.strategy.nodes, i});
+        L.best.push_back(std::move(e));
+        if (L.best.size() >= 4 * keep) {
+          std::nth_element(L.best.begin(), L.best.begin() + static_cast<std::ptrdiff_t>(keep - 1), L.best.end(),
+                           [&](const Estimate& a, const Estimate& b) { return better(a, b, options.objective); });
+          L.best.resize(keep);
+        }
+      }
+      done.fetch_add(1, std::memory_order_relaxed);
+    }
+  };
+  {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) pool.emplace_back(worker, t);
+    if (options.progress) {
+      while (done.load() < total && !cancelled()) {
+        options.progress(done.load(), total);
+        bool finished = true;
+        for (int k = 0; k < 50 && done.load() < total; ++k) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          finished = false;
+        }
+        if (finished) break;
+      }
+    }
+    for (auto& th : pool) th.join();
+  }
+  result.cancelled = cancelled();
+
+  // Merge: a total order makes the result independent of the thread count.
+  std::vector<Estimate> merged;
+  std::vector<Point> points;
+  for (Local& L : locals) {
+    points.insert(points.end(), L.points.begin(), L.points.end());
+    result.feasible += L.feasible;
+    rejected.by_rule["memory"] += L.infeasible;
+    for (Estimate& e : L.best) merged.push_back(std::move(e));
+    if (options.keep_all) {
+      for (Estimate& e : L.all) result.all.push_back(std::move(e));
+    }
+  }
+  result.evaluated = total;
+  std::sort(merged.begin(), merged.end(),
+            [&](const Estimate& a, const Estimate& b) { return better(a, b, options.objective); });
+  for (std::size_t i : pareto_front(std::move(points))) {
+    result.pareto.push_back(impl_->evaluate(candidates[i], true));
+  }
+  // Strategies that fit the device but not the headroom: named in the counts.
+  if (merged.size() > keep) merged.resize(keep);
+  // The shown results get their detailed memory (reasons in words, per-module parts).
+  for (Estimate& e : merged) e = impl_->evaluate(e.strategy, true);
+  result.best = std::move(merged);
+  for (const auto& [rule, count] : rejected.by_rule) {
+    if (count > 0) result.rejected.push_back({rule, count});
+  }
+  if (options.progress) options.progress(total, total);
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace paraplan

@@ -1,0 +1,269 @@
+#include "search/step.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "cost/memory.hpp"
+#include "model/params.hpp"
+
+namespace paraplan::search {
+namespace {
+
+/// Per-micro-batch times of one layer kind after the strategy's overlap rules.
+struct Exposed {
+  double f = 0, b = 0, w = 0;        ///< incl. exposed communication
+  double compute = 0;                ///< f + b + w compute only
+  double tp = 0, ep = 0, queueing = 0;
+};
+
+// EP: with overlap (DualPipe's F&B pairing, 1F1B all-to-all overlap; needs another
+// micro-batch in flight, so pp > 1) DMA-engine communication hides under the layer's
+// compute of the paired micro-batch: exposed = busy + max(0, dma - compute); compute-engine
+// communication (its busy share) always adds (the seeds' DMA = max, SPC = sum rule).
+// Without overlap everything adds. TP: exposed unless overlap.tp, then hidden under the
+// layer's compute in the same way.
+Exposed expose(const KindCost& k, bool ep_overlap, bool tp_overlap) {
+  Exposed e;
+  e.compute = k.f + k.b + k.w;
+  double tp_f = k.tp_f, tp_b = k.tp_b;
+  if (tp_overlap && k.tp_f + k.tp_b > 0) {
+    const double scale = std::max(0.0, k.tp_f + k.tp_b - e.compute) / (k.tp_f + k.tp_b);
+    tp_f *= scale;
+    tp_b *= scale;
+  }
+  double ep_f = k.ep_f, ep_b = k.ep_b;
+  if (ep_overlap && k.ep_f + k.ep_b > 0) {
+    const double busy = k.ep_f_busy + k.ep_b_busy;
+    const double dma = k.ep_f + k.ep_b - busy;
+    const double exposed = busy + std::max(0.0, dma - e.compute);
+    const double scale = exposed / (k.ep_f + k.ep_b);
+    ep_f *= scale;
+    ep_b *= scale;
+  }
+  e.f = k.f + tp_f + ep_f;
+  e.b = k.b + tp_b + ep_b;
+  e.w = k.w;
+  e.tp = tp_f + tp_b;
+  e.ep = ep_f + ep_b;
+  e.queueing = k.queueing;
+  return e;
+}
+
+struct RankTime {
+  double f = 0, b = 0, w = 0, compute = 0, tp = 0, ep = 0, queueing = 0;
+  void add(const Exposed& e, double n) {
+    f += n * e.f;
+    b += n * e.b;
+    w += n * e.w;
+    compute += n * e.compute;
+    tp += n * e.tp;
+    ep += n * e.ep;
+    queueing += n * e.queueing;
+  }
+  void scale(double x) {
+    f *= x;
+    b *= x;
+    w *= x;
+    compute *= x;
+    tp *= x;
+    ep *= x;
+    queueing *= x;
+  }
+  double total() const { return f + b + w; }
+};
+
+// Bubble of each schedule (DESIGN.md sec. 4; DualPipe README). F, B, W: one micro-batch
+// through one chunk of the bottleneck rank.
+double bubble(const Strategy& s, const RankTime& chunk) {
+  const int pp = s.parallel.pp;
+  if (pp <= 1) return 0.0;
+  const double F = chunk.f, B = chunk.b, W = chunk.w;
+  switch (s.schedule) {
+    case Schedule::OneFOneB: return (pp - 1) * (F + B + W);
+    case Schedule::Interleaved: return (pp - 1) * (F + B + W) / std::max(1, s.parallel.vpp);
+    case Schedule::ZeroBubble: return std::max(0.0, (pp - 1) * (F + B - 2 * W));
+    case Schedule::DualPipe:
+      // (PP/2 - 1)(F&B + B - 3W), F&B = a forward and a backward chunk overlapped
+      return std::max(0.0, (pp / 2.0 - 1) * ((F + B) + B - 3 * W));
+    case Schedule::DualPipeV:
+      // DualPipeV on pp devices is DualPipe over 2 pp stages: (pp - 1)(F&B + B - 3W)
+      return std::max(0.0, (pp - 1) * ((F + B) + B - 3 * W));
+  }
+  return 0.0;
+}
+
+}  // namespace
+
+Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const ModelCounts& counts,
+                       const Strategy& s, const LayerCosts& c, const MemoryEstimate& memory,
+                       const StrategyComm& comm) {
+  Estimate e;
+  e.strategy = s;
+  const Parallel& p = s.parallel;
+  const int micro = cost::micro_batches(s);
+  e.micro_batches = micro;
+  e.devices = s.nodes * hw.devices_per_node();
+  const bool ep_overlap = s.overlap.ep && p.pp > 1;
+  const Exposed dense = expose(c.dense, ep_overlap, s.overlap.tp);
+  const Exposed moe = expose(c.moe, ep_overlap, s.overlap.tp);
+  const Exposed mtp = expose(c.mtp, ep_overlap, s.overlap.tp);
+  const Exposed emb = expose(c.embedding, false, s.overlap.tp);
+  const Exposed head = expose(c.head, false, s.overlap.tp);
+
+  // Per rank: the layers of its chunks. One micro-batch runs one of DualPipe's two chunks
+  // (half the micro-batches come from each end) and both of DualPipeV's (down and up the V).
+  const auto ranks = cost::rank_chunks(m, s);
+  const int nd_model = model::dense_layers(m);
+  RankTime worst;
+  double worst_chunks = 1;
+  for (const auto& chunks : ranks) {
+    RankTime r;
+    for (const cost::Chunk& ch : chunks) {
+      const int nd = std::max(0, std::min(ch.first_layer + ch.layers, nd_model) - ch.first_layer);
+      r.add(dense, nd);
+      r.add(moe, ch.layers - nd);
+      if (ch.embedding) r.add(emb, 1);
+      if (ch.head) {
+        r.add(head, 1);
+        r.add(mtp, m.mtp_depth);
+      }
+    }
+    if (s.schedule == Schedule::DualPipe && chunks.size() == 2) r.scale(0.5);
+    if (r.total() > worst.total()) {
+      worst = r;
+      worst_chunks = s.schedule == Schedule::DualPipeV ? 2.0
+                     : s.schedule == Schedule::Interleaved ? static_cast<double>(chunks.size())
+                                                           : 1.0;
+    }
+  }
+  RankTime chunk = worst;
+  chunk.scale(1.0 / worst_chunks);
+  e.stage_f_s = worst.f;
+  e.stage_b_s = worst.b;
+  e.stage_w_s = worst.w;
+
+  TimeBreakdown& t = e.time_s;
+  t.compute = micro * worst.compute;
+  t.tp_comm = micro * worst.tp;
+  t.ep_comm = micro * worst.ep;
+  t.queueing = micro * worst.queueing;
+  t.pp_bubble = bubble(s, chunk);
+  // PP: with overlap only the fill and drain chains wait for transfers (forward and
+  // backward), across every chunk boundary; otherwise every micro-batch does.
+  if (p.pp > 1) {
+    const double chain = (s.schedule == Schedule::Interleaved ? p.pp * p.vpp : p.pp) - 1.0;
+    t.pp_comm = 2 * (s.overlap.pp ? chain : chain + micro) * comm.pp_send_s;
+  }
+  // DP: bucketed reduce-scatter / all-gather overlapped with the last micro-batch's
+  // backward and the next step's first forward; the last bucket is always exposed.
+  if (s.overlap.dp) {
+    const double params = memory.stages.empty() ? 1.0
+        : std::max(1.0, memory.stages[static_cast<std::size_t>(memory.worst_stage)].dense_params +
+                            memory.stages[static_cast<std::size_t>(memory.worst_stage)].expert_params);
+    const double bucket = std::min(1.0, 40e6 / params);  // Megatron's default bucket: 40M elements
+    t.dp_comm = std::max(comm.dp_s * bucket, comm.dp_s - worst.total());
+  } else {
+    t.dp_comm = comm.dp_s;
+  }
+
+  // Optimizer: a memory-bound pass over the rank's states: read the FP32 gradient, read and
+  // write master weights and both moments, write the BF16 weight (Adam 4 + 8 + 8 + 8 + 2 =
+  // 30 B per parameter; 8-bit Adam 4 + 8 + 2 + 2 + 2 = 18 B). Offloaded: gradients down and
+  // weights up over the host link (4 + 2 B per parameter); the host-side update is not costed.
+  if (!memory.stages.empty()) {
+    const StageMemory& st = memory.stages[static_cast<std::size_t>(memory.worst_stage)];
+    const int zero = s.training.zero;
+    const double dies = s.ep_over_dies ? std::max(1, hw.device.dies) : 1;
+    const double edp = std::max(1.0, static_cast<double>(p.tp) * p.cp * p.dp * dies /
+                                         (static_cast<double>(p.ep) * p.etp));
+    const double shard = st.dense_params / (zero >= 1 ? p.dp * p.cp : 1.0) +
+                         st.expert_params / (zero >= 1 ? edp : 1.0);
+    if (s.training.optimizer_offload) {
+      t.optimizer = hw.host.offload_bw_bytes_per_s > 0 ? shard * 6.0 / hw.host.offload_bw_bytes_per_s : 0;
+    } else {
+      const double bytes = s.training.optimizer == Optimizer::Adam ? 30.0 : 18.0;
+      t.optimizer = shard * bytes / (hw.device.memory_bw_bytes_per_s * hw.device.memory_bound_efficiency);
+    }
+    // Activation offload: each in-flight set goes to the host and comes back once per
+    // micro-batch, beside compute; what compute cannot hide is exposed.
+    if (s.training.activation_offload && hw.host.offload_bw_bytes_per_s > 0 && st.in_flight > 1) {
+      const double set = st.activations;  // one set stays on the device: the per-set size
+      const double per_micro = 2 * set / hw.host.offload_bw_bytes_per_s;
+      t.offload = micro * std::max(0.0, per_micro - worst.total());
+    }
+  }
+  t.exposed_comm = t.tp_comm + t.ep_comm + t.pp_comm + t.dp_comm;
+  e.step_time_s = t.compute + t.exposed_comm + t.pp_bubble + t.optimizer + t.queueing + t.offload;
+
+  // Metrics: TGS over devices (and dies), MFU over the BF16 dense peak with the model FLOP
+  // convention of count_model (MTP FLOP included: it is trained), HFU adds the recomputed
+  // forward FLOP.
+  const double seq = s.training.seq_len > 0 ? s.training.seq_len : m.seq_len;
+  const double tokens = static_cast<double>(s.training.global_batch) * seq;
+  e.tokens_per_device_per_s = tokens / (e.step_time_s * e.devices);
+  e.tokens_per_die_per_s = e.tokens_per_device_per_s / std::max(1, hw.device.dies);
+  const double peak = hw.device.peak(Dtype::Bf16) * e.devices;
+  const double model_flops = (counts.flops_per_token + counts.mtp_flops_per_token) * tokens;
+  e.mfu = model_flops / (e.step_time_s * peak);
+  const double per_stage_devices = static_cast<double>(p.tp) * p.cp * p.dp;
+  const double rc = micro * per_stage_devices *
+                    (model::dense_layers(m) * c.dense.recompute_flops +
+                     model::moe_layers(m) * c.moe.recompute_flops + m.mtp_depth * c.mtp.recompute_flops);
+  e.hfu = (model_flops + rc) / (e.step_time_s * peak);
+
+  // Memory.
+  e.feasible = memory.feasible;
+  e.infeasible_reasons = memory.infeasible_reasons;
+  if (!memory.stages.empty()) {
+    const StageMemory& st = memory.stages[static_cast<std::size_t>(memory.worst_stage)];
+    MemoryBreakdown& mb = e.memory_bytes;
+    mb.weights = st.weights;
+    mb.gradients = st.gradients;
+    mb.optimizer_states = st.optimizer_states;
+    mb.activations = st.activations;
+    mb.buffers = st.buffers;
+    mb.reserve = st.reserve;
+    mb.total = st.total;
+    mb.capacity = memory.capacity;
+    mb.stage = memory.worst_stage;
+    mb.host_per_node = memory.host_bytes_per_node;
+  }
+
+  // The bottleneck in words: the largest term.
+  struct Term {
+    const char* name;
+    double v;
+  };
+  const Term terms[] = {{"compute", t.compute},
+                        {"EP dispatch/combine", t.ep_comm},
+                        {"TP communication", t.tp_comm},
+                        {"pipeline bubble", t.pp_bubble},
+                        {"pipeline send/recv", t.pp_comm},
+                        {"DP gradient sync", t.dp_comm},
+                        {"optimizer step", t.optimizer},
+                        {"activation offload", t.offload},
+                        {"queueing", t.queueing}};
+  const Term* top = &terms[0];
+  for (const Term& x : terms) {
+    if (x.v > top->v) top = &x;
+  }
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%s %.0f%%", top->name, 100 * top->v / e.step_time_s);
+  e.bottleneck = buf;
+  if (top == &terms[0]) {
+    // Name the next one too: that is what a change of strategy can attack.
+    const Term* second = &terms[1];
+    for (const Term* x = &terms[1]; x != std::end(terms); ++x) {
+      if (x->v > second->v) second = x;
+    }
+    if (second->v > 0.05 * e.step_time_s) {
+      std::snprintf(buf, sizeof buf, "compute %.0f%%, then %s %.0f%%", 100 * top->v / e.step_time_s,
+                    second->name, 100 * second->v / e.step_time_s);
+      e.bottleneck = buf;
+    }
+  }
+  return e;
+}
+
+}  // namespace paraplan::search

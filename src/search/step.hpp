@@ -1,0 +1,28 @@
+#pragma once
+// Step time of one strategy from cached per-layer costs (docs/cost-model.md, "Step time").
+
+#include "paraplan/model.hpp"
+#include "paraplan/planner.hpp"
+#include "search/layer_costs.hpp"
+
+namespace paraplan::search {
+
+/// Communication that depends on more than the layer key (pipeline neighbours, DP groups),
+/// computed by the caller: it owns the caches.
+struct StrategyComm {
+  double pp_send_s = 0;   ///< one micro-batch's activations to the next stage
+  double dp_s = 0;        ///< gradient reduce-scatter + parameter all-gather (or all-reduce) per step
+};
+
+/// Bytes the DP collectives of the bottleneck rank move, for the caller to cost.
+struct DpVolumes {
+  double dense_params = 0, expert_params = 0;
+};
+
+/// The full estimate of `s` (valid strategy assumed) from its layer costs. `comm` supplies
+/// the PP and DP times; `detail` fills memory reasons with words.
+Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const ModelCounts& counts,
+                       const Strategy& s, const LayerCosts& c, const MemoryEstimate& memory,
+                       const StrategyComm& comm);
+
+}  // namespace paraplan::search
