@@ -177,7 +177,7 @@ TEST_SUITE("config.extends") {
     CHECK(plan.strategy.name == "strategy");  // the file stem when `name:` is absent
   }
 
-  TEST_CASE("a space extends another by relative path and overrides lists") {
+  TEST_CASE("a space extends another by relative path and overrides lists, auto and module lists") {
     SpacePlan sp = load_space(good("sub/space.yaml"));
     CHECK(sp.space.nodes.values == std::vector<int>{32});
     CHECK(sp.space.micro_batch.values == std::vector<int>{1, 2});
