@@ -95,7 +95,12 @@ struct SearchResult {
   std::size_t evaluated = 0;         ///< passed the rules and were evaluated
   std::size_t feasible = 0;          ///< of those, fit in memory
   std::vector<RuleCount> rejected;   ///< by rule (rules of docs/inputs.md, plus `memory`)
-  double seconds = 0;
+  double seconds = 0;                ///< whole search, wall clock
+  double enumerate_seconds = 0;      ///< enumeration and rule checks
+  double layer_seconds = 0;          ///< per-layer costs of the distinct keys (parallel)
+  double evaluate_seconds = 0;       ///< step, memory and ranking of every candidate (parallel)
+  std::size_t layer_keys = 0;        ///< distinct per-layer cost keys computed
+  int threads = 1;                   ///< worker threads used
   bool cancelled = false;
 };
 

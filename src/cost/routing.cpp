@@ -1,7 +1,6 @@
 #include "cost/routing.hpp"
 
 #include <boost/math/distributions/binomial.hpp>
-#include <boost/math/distributions/normal.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -65,17 +64,31 @@ double expected_max(double mean, double sd, int n, Cdf cdf) {
 double expected_max_binomial(double trials, double p, int n) {
   if (trials <= 0 || p <= 0) return 0.0;
   if (p >= 1) return trials;
-  boost::math::binomial_distribution<double> dist(trials, p);
   const double mean = trials * p, sd = std::sqrt(trials * p * (1 - p));
-  return expected_max(mean, sd, n, [&](double x) {
-    return x >= trials ? 1.0 : boost::math::cdf(dist, x);
-  });
+  if (n <= 1) return mean;
+  // sum over x of 1 - F(x)^n. F at the first x from Boost.Math, then the pmf recurrence
+  // pmf(x + 1) = pmf(x) (N - x) / (x + 1) p / (1 - p): exact, and O(1) per term.
+  boost::math::binomial_distribution<double> dist(trials, p);
+  const double x0 = std::max(0.0, std::floor(mean - 12 * sd));
+  const double x1 = std::min(trials, mean + 12 * sd + 8 * std::sqrt(std::log(static_cast<double>(n)) + 1) * sd);
+  double cdf = boost::math::cdf(dist, x0);
+  double pmf = boost::math::pdf(dist, x0);
+  const double odds = p / (1 - p);
+  double sum = x0;
+  for (double x = x0; x < x1; x += 1.0) {
+    sum += 1.0 - std::exp(n * std::log(std::min(1.0, std::max(cdf, 1e-300))));
+    pmf *= (trials - x) / (x + 1) * odds;
+    cdf += pmf;
+  }
+  return sum;
 }
 
 double expected_max_normal(double mean, double sd, int n) {
-  if (sd <= 0) return mean;
-  boost::math::normal_distribution<double> dist(mean, sd);
-  return expected_max(mean, sd, n, [&](double x) { return boost::math::cdf(dist, x + 0.5); });
+  if (sd <= 0 || n <= 1) return mean;
+  // Continuity-corrected normal CDF, Phi(z) = erfc(-z / sqrt 2) / 2.
+  return expected_max(mean, sd, n, [&](double x) {
+    return 0.5 * std::erfc(-(x + 0.5 - mean) / (sd * std::sqrt(2.0)));
+  });
 }
 
 LoadFactors load_factors(double tokens, int E, int k, int ranks) {

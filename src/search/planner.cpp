@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -21,6 +22,12 @@
 
 namespace paraplan {
 
+namespace {
+// Collective times of one search worker, keyed by (op, size, stride, dies, bytes): a
+// handful of distinct values per search, looked up without locks.
+using CommMemo = std::map<std::tuple<int, int, long long, bool, double>, double>;
+}  // namespace
+
 struct Planner::Impl {
   HardwareSpec hw;
   ModelSpec model;
@@ -34,9 +41,17 @@ struct Planner::Impl {
   Impl(HardwareSpec h, ModelSpec m)
       : hw(std::move(h)), model(std::move(m)), counts(count_model(model)), cache(hw, model) {}
 
-  double collective_time(Collective op, int size, long long stride, bool dies, double bytes) const {
+  double collective_time(Collective op, int size, long long stride, bool dies, double bytes,
+                         CommMemo* memo) const {
     if (size <= 1 || bytes <= 0) return 0.0;
     auto key = std::make_tuple(static_cast<int>(op), size, stride, dies, bytes);
+    if (memo != nullptr) {
+      auto it = memo->find(key);
+      if (it != memo->end()) return it->second;
+      double t = cost::collective(hw, op, bytes, cost::place(hw, size, stride, dies)).time_s;
+      memo->emplace(key, t);
+      return t;
+    }
     {
       std::lock_guard lock(comm_mutex);
       auto it = comm_cache.find(key);
@@ -49,7 +64,7 @@ struct Planner::Impl {
   }
 
   // PP send and DP synchronisation of a strategy (the layer-independent communication).
-  search::StrategyComm strategy_comm(const Strategy& s, const MemoryEstimate& mem) const {
+  search::StrategyComm strategy_comm(const Strategy& s, const MemoryEstimate& mem, CommMemo* memo) const {
     search::StrategyComm c;
     const Parallel& p = s.parallel;
     const double h = model.hidden;
@@ -58,7 +73,7 @@ struct Planner::Impl {
       const bool sp = p.sp || (model.moe.has_value() && p.tp > 1);
       const double bytes = tok.per_device * h * 2 / (sp ? p.tp : 1);
       c.pp_send_s = collective_time(Collective::SendRecv, 2, static_cast<long long>(p.tp) * p.cp * p.dp,
-                                    false, bytes);
+                                    false, bytes, memo);
     }
     if (mem.stages.empty()) return c;
     // The rank with the most parameters finishes its DP synchronisation last.
@@ -78,21 +93,28 @@ struct Planner::Impl {
     auto sync = [&](int group, long long stride, bool on_dies, double params) {
       if (group <= 1 || params <= 0) return 0.0;
       // FP32 gradients (Megatron's main grads), BF16 parameters.
-      if (zero == 0) return collective_time(Collective::AllReduce, group, stride, on_dies, 4 * params);
-      double t = collective_time(Collective::ReduceScatter, group, stride, on_dies, 4 * params) +
-                 collective_time(Collective::AllGather, group, stride, on_dies, 2 * params);
+      if (zero == 0) return collective_time(Collective::AllReduce, group, stride, on_dies, 4 * params, memo);
+      double t = collective_time(Collective::ReduceScatter, group, stride, on_dies, 4 * params, memo) +
+                 collective_time(Collective::AllGather, group, stride, on_dies, 2 * params, memo);
       // ZeRO-3 gathers the weights again for every micro-batch's forward and backward.
-      if (zero >= 3) t += 2.0 * cost::micro_batches(s) * collective_time(Collective::AllGather, group, stride, on_dies, 2 * params);
+      if (zero >= 3) {
+        t += 2.0 * cost::micro_batches(s) *
+             collective_time(Collective::AllGather, group, stride, on_dies, 2 * params, memo);
+      }
       return t;
     };
     c.dp_s = sync(dense_group, p.tp, false, dense) + sync(edp, expert_stride, dies, expert);
     return c;
   }
 
-  Estimate evaluate(const Strategy& s, bool detail) const {
-    auto costs = cache.get(s);
-    MemoryEstimate mem = cost::combine_memory(costs->memory, hw, model, s, detail);
-    return search::evaluate_step(hw, model, counts, s, *costs, mem, strategy_comm(s, mem));
+  Estimate evaluate(const Strategy& s, bool detail, CommMemo* memo = nullptr) const {
+    return evaluate_with(s, *cache.get(s), detail, memo);
+  }
+
+  Estimate evaluate_with(const Strategy& s, const search::LayerCosts& costs, bool detail,
+                         CommMemo* memo) const {
+    MemoryEstimate mem = cost::combine_memory(costs.memory, hw, model, s, detail);
+    return search::evaluate_step(hw, model, counts, s, costs, mem, strategy_comm(s, mem, memo), detail);
   }
 };
 
@@ -373,17 +395,30 @@ SearchResult Planner::search(const SearchSpace& space, const SearchOptions& opti
   Counter rejected;
   std::vector<Strategy> candidates = enumerate(impl_->hw, impl_->model, space, rejected, result.candidates);
   const std::size_t total = candidates.size();
+  auto since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
+  result.enumerate_seconds = since(start);
   int threads = options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
   threads = std::max(1, std::min<int>(threads, static_cast<int>(std::max<std::size_t>(1, total / 64))));
 
   // Phase 1: the distinct layer-cost keys, computed in parallel (the expensive part).
+  // Each candidate's key id, so that the evaluation phase reads its costs without locks.
   std::vector<const Strategy*> key_reps;
+  std::vector<std::uint32_t> key_id(candidates.size());
   {
-    std::unordered_map<search::LayerKey, int, search::LayerKeyHash> seen;
-    for (const Strategy& s : candidates) {
-      if (seen.emplace(search::key_of(s, impl_->model.seq_len), 1).second) key_reps.push_back(&s);
+    std::unordered_map<search::LayerKey, std::uint32_t, search::LayerKeyHash> seen;
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      auto [it, fresh] = seen.emplace(search::key_of(candidates[i], impl_->model.seq_len),
+                                      static_cast<std::uint32_t>(key_reps.size()));
+      if (fresh) key_reps.push_back(&candidates[i]);
+      key_id[i] = it->second;
     }
   }
+  std::vector<std::shared_ptr<const search::LayerCosts>> key_costs(key_reps.size());
+  result.layer_keys = key_reps.size();
+  result.threads = threads;
+  const auto layer_start = std::chrono::steady_clock::now();
   std::atomic<std::size_t> next{0}, done{0};
   auto cancelled = [&] { return options.cancel != nullptr && options.cancel->load(); };
   {
@@ -391,13 +426,15 @@ SearchResult Planner::search(const SearchSpace& space, const SearchOptions& opti
     for (int t = 0; t < threads; ++t) {
       pool.emplace_back([&] {
         for (std::size_t i; (i = next.fetch_add(1)) < key_reps.size() && !cancelled();) {
-          (void)impl_->cache.get(*key_reps[i]);
+          key_costs[i] = impl_->cache.get(*key_reps[i]);
         }
       });
     }
     for (auto& th : pool) th.join();
   }
 
+  result.layer_seconds = since(layer_start);
+  const auto eval_start = std::chrono::steady_clock::now();
   // Phase 2: every candidate, statically sliced (results do not depend on the slicing).
   struct Local {
     std::vector<Estimate> best, all;
@@ -408,11 +445,12 @@ SearchResult Planner::search(const SearchSpace& space, const SearchOptions& opti
   const std::size_t keep = static_cast<std::size_t>(std::max(1, options.top));
   auto worker = [&](int t) {
     Local& L = locals[static_cast<std::size_t>(t)];
+    CommMemo memo;
     const std::size_t lo = total * static_cast<std::size_t>(t) / static_cast<std::size_t>(threads);
     const std::size_t hi = total * static_cast<std::size_t>(t + 1) / static_cast<std::size_t>(threads);
     for (std::size_t i = lo; i < hi; ++i) {
       if ((i & 63) == 0 && cancelled()) break;
-      Estimate e = impl_->evaluate(candidates[i], false);
+      Estimate e = impl_->evaluate_with(candidates[i], *key_costs[key_id[i]], false, &memo);
       // The space's headroom: a strategy may use at most this fraction of device memory.
       if (e.feasible && e.memory_bytes.total > space.memory_headroom * e.memory_bytes.capacity) {
         e.feasible = false;
@@ -451,6 +489,7 @@ SearchResult Planner::search(const SearchSpace& space, const SearchOptions& opti
     }
     for (auto& th : pool) th.join();
   }
+  result.evaluate_seconds = since(eval_start);
   result.cancelled = cancelled();
 
   // Merge: a total order makes the result independent of the thread count.

@@ -97,7 +97,7 @@ double bubble(const Strategy& s, const RankTime& chunk) {
 
 Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const ModelCounts& counts,
                        const Strategy& s, const LayerCosts& c, const MemoryEstimate& memory,
-                       const StrategyComm& comm) {
+                       const StrategyComm& comm, bool detail) {
   Estimate e;
   e.strategy = s;
   const Parallel& p = s.parallel;
@@ -132,9 +132,9 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const ModelCo
     if (s.schedule == Schedule::DualPipe && chunks.size() == 2) r.scale(0.5);
     if (r.total() > worst.total()) {
       worst = r;
-      worst_chunks = s.schedule == Schedule::DualPipeV ? 2.0
-                     : s.schedule == Schedule::Interleaved ? static_cast<double>(chunks.size())
-                                                           : 1.0;
+      // DualPipeV's bubble is in units of one of its two chunks; the interleaved bubble
+      // (pp - 1)(F + B + W) / vpp is in whole-rank times (Narayanan et al. 2021).
+      worst_chunks = s.schedule == Schedule::DualPipeV ? 2.0 : 1.0;
     }
   }
   RankTime chunk = worst;
@@ -230,6 +230,7 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const ModelCo
     mb.host_per_node = memory.host_bytes_per_node;
   }
 
+  if (!detail) return e;
   // The bottleneck in words: the largest term.
   struct Term {
     const char* name;

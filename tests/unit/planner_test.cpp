@@ -1,0 +1,206 @@
+// Step time, schedules, overlap rules, metrics, and the search: hand-derived on synthetic
+// per-layer costs, and properties on the real presets.
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "paraplan/config.hpp"
+#include "paraplan/estimate.hpp"
+#include "paraplan/planner.hpp"
+#include "search/layer_costs.hpp"
+#include "search/step.hpp"
+
+using namespace paraplan;
+
+namespace {
+
+// A dense model of `layers` layers on one 8-device node per stage; costs per layer set by
+// the test (embedding and head free).
+struct Synthetic {
+  HardwareSpec hw = load_hardware("h100-sxm-ib");
+  ModelSpec m = load_model("llama3-70b");
+  Strategy s;
+  search::LayerCosts c;
+  ModelCounts counts{};
+
+  Synthetic(int layers, int pp, int micro_batches, Schedule schedule, int vpp = 1) {
+    m.layers = layers;
+    s.nodes = pp;
+    s.parallel.tp = 8;
+    s.parallel.pp = pp;
+    s.parallel.dp = 1;
+    s.parallel.vpp = vpp;
+    s.schedule = schedule;
+    s.training.micro_batch = 1;
+    s.training.global_batch = micro_batches;
+    c.dense.f = 1.0;
+    c.dense.b = 2.0;
+    c.dense.w = 1.0;
+  }
+  Estimate run() const {
+    return search::evaluate_step(hw, m, counts, s, c, MemoryEstimate{}, search::StrategyComm{});
+  }
+};
+
+}  // namespace
+
+TEST_SUITE("search.step") {
+  TEST_CASE("1F1B: m (F + B + W) + (pp - 1)(F + B + W)") {
+    Synthetic x(4, 4, 8, Schedule::OneFOneB);  // one layer per rank: F = 1, B = 2, W = 1
+    Estimate e = x.run();
+    CHECK(e.time_s.compute == doctest::Approx(8 * 4.0));
+    CHECK(e.time_s.pp_bubble == doctest::Approx(3 * 4.0));
+    CHECK(e.step_time_s == doctest::Approx(44.0));
+  }
+
+  TEST_CASE("interleaved: the 1F1B bubble divided by vpp") {
+    Synthetic x(8, 4, 8, Schedule::Interleaved, 2);  // two chunks of one layer per rank
+    Estimate e = x.run();
+    // per rank per micro-batch F = 2, B = 4, W = 2; bubble (pp - 1)(F + B + W) / vpp = 12
+    CHECK(e.time_s.compute == doctest::Approx(8 * 8.0));
+    CHECK(e.time_s.pp_bubble == doctest::Approx(3 * 8.0 / 2));
+  }
+
+  TEST_CASE("zero bubble (ZB-H1): (pp - 1)(F + B - 2W)") {
+    Synthetic x(4, 4, 8, Schedule::ZeroBubble);
+    CHECK(x.run().time_s.pp_bubble == doctest::Approx(3 * (1 + 2 - 2.0)));
+  }
+
+  TEST_CASE("DualPipe: (pp/2 - 1)(F&B + B - 3W), a micro-batch runs one of a rank's two chunks") {
+    Synthetic x(8, 8, 16, Schedule::DualPipe);  // ranks hold chunks r and 7 - r, one layer each
+    Estimate e = x.run();
+    // per micro-batch: one chunk, F = 1, B = 2, W = 1; F&B = F + B = 3
+    CHECK(e.time_s.compute == doctest::Approx(16 * 4.0));
+    CHECK(e.time_s.pp_bubble == doctest::Approx((8 / 2 - 1) * (3 + 2 - 3.0)));
+  }
+
+  TEST_CASE("EP overlap: DMA communication hides under compute, compute-engine communication adds") {
+    Synthetic x(4, 4, 8, Schedule::OneFOneB);
+    x.c.dense.ep_f = 1.0;  // 1 s forward, 1 s backward, all DMA: hidden under 4 s of compute
+    x.c.dense.ep_b = 1.0;
+    CHECK(x.run().time_s.ep_comm == doctest::Approx(0.0));
+    x.c.dense.ep_f_busy = 0.5;  // half of the forward occupies the compute units: adds
+    CHECK(x.run().time_s.ep_comm == doctest::Approx(8 * 0.5));
+    x.c.dense.ep_f = 5.0;  // DMA 4.5 + 1 = 5.5 s vs 4 s of compute: 1.5 s exposed + 0.5 busy
+    x.c.dense.ep_f_busy = 0.5;
+    CHECK(x.run().time_s.ep_comm == doctest::Approx(8 * (0.5 + 1.5)));
+    x.s.overlap.ep = false;  // without overlap the whole of it: 5 + 1
+    CHECK(x.run().time_s.ep_comm == doctest::Approx(8 * 6.0));
+  }
+
+  TEST_CASE("TP communication is exposed unless overlap.tp") {
+    Synthetic x(4, 4, 8, Schedule::OneFOneB);
+    x.c.dense.tp_f = 0.25;
+    x.c.dense.tp_b = 0.25;
+    CHECK(x.run().time_s.tp_comm == doctest::Approx(8 * 0.5));
+    x.s.overlap.tp = true;
+    CHECK(x.run().time_s.tp_comm == doctest::Approx(0.0));
+  }
+
+  TEST_CASE("TGS = global_batch x seq / (step x devices); MFU over the BF16 peak") {
+    Synthetic x(4, 4, 8, Schedule::OneFOneB);
+    x.counts.flops_per_token = 1e9;
+    Estimate e = x.run();
+    const double tokens = 8.0 * x.m.seq_len;
+    CHECK(e.devices == 32);
+    CHECK(e.tokens_per_device_per_s == doctest::Approx(tokens / (44.0 * 32)));
+    CHECK(e.mfu == doctest::Approx(1e9 * tokens / (44.0 * 32 * 989e12)));
+  }
+
+  TEST_CASE("property: more micro-batches never raise the bubble's share of the step") {
+    double last = 1.0;
+    for (int m : {4, 8, 16, 32, 64}) {
+      Synthetic x(8, 8, m, Schedule::OneFOneB);
+      Estimate e = x.run();
+      double share = e.time_s.pp_bubble / e.step_time_s;
+      CHECK(share <= last);
+      last = share;
+    }
+  }
+}
+
+TEST_SUITE("search.planner") {
+  TEST_CASE("the planner's memory is estimate_memory's (fast path = detailed path)") {
+    for (const Preset& p : presets()) {
+      if (p.kind != FileKind::Strategy) continue;
+      CAPTURE(p.name);
+      Plan plan = load_plan(p.name);
+      Planner planner(plan.hardware, plan.model);
+      Estimate e = planner.evaluate(plan.strategy);
+      CommBreakdown comm = estimate_comm(plan);
+      MemoryEstimate mem = estimate_memory(plan, comm.routing.rank_load);
+      CHECK(e.memory_bytes.total == doctest::Approx(mem.stages[static_cast<std::size_t>(mem.worst_stage)].total));
+      CHECK(e.feasible == mem.feasible);
+      CHECK(e.step_time_s > 0);
+      // the components add up to the step
+      const TimeBreakdown& t = e.time_s;
+      CHECK(e.step_time_s == doctest::Approx(t.compute + t.tp_comm + t.ep_comm + t.pp_comm + t.dp_comm +
+                                             t.pp_bubble + t.optimizer + t.queueing + t.offload));
+    }
+  }
+
+  TEST_CASE("an invalid strategy is reported, not evaluated") {
+    Plan plan = load_plan("br166-ep16-mb2");
+    plan.strategy.parallel.tp = 3;
+    Planner planner(plan.hardware, plan.model);
+    Estimate e = planner.evaluate(plan.strategy);
+    CHECK_FALSE(e.valid);
+    REQUIRE_FALSE(e.infeasible_reasons.empty());
+    CHECK(e.infeasible_reasons.front().find("rule") == 0);
+  }
+
+  TEST_CASE("search results are identical for 1 and N threads") {
+    SpacePlan space = load_space("default");
+    space.space.nodes.values = {16, 32};
+    Planner planner(space.hardware, space.model);
+    SearchOptions one;
+    one.threads = 1;
+    SearchOptions many = one;
+    many.threads = 4;
+    SearchResult a = planner.search(space.space, one);
+    SearchResult b = planner.search(space.space, many);
+    CHECK(b.threads > 1);
+    REQUIRE(a.best.size() == b.best.size());
+    REQUIRE_FALSE(a.best.empty());
+    for (std::size_t i = 0; i < a.best.size(); ++i) {
+      CHECK(a.best[i].step_time_s == b.best[i].step_time_s);
+      CHECK(a.best[i].strategy.parallel.ep == b.best[i].strategy.parallel.ep);
+      CHECK(a.best[i].strategy.training.micro_batch == b.best[i].strategy.training.micro_batch);
+      CHECK(!better(a.best[i], b.best[i], one.objective));
+      CHECK(!better(b.best[i], a.best[i], one.objective));
+    }
+    CHECK(a.pareto.size() == b.pareto.size());
+    CHECK(a.feasible == b.feasible);
+    CHECK(a.evaluated == b.evaluated);
+    // every candidate is accounted for: evaluated or rejected by a rule
+    std::size_t rejected = 0;
+    for (const RuleCount& r : a.rejected) {
+      if (r.rule != "memory") rejected += r.count;
+    }
+    CHECK(a.candidates == a.evaluated + rejected);
+    // best first, by the objective
+    for (std::size_t i = 1; i < a.best.size(); ++i) {
+      CHECK(a.best[i - 1].tokens_per_device_per_s >= a.best[i].tokens_per_device_per_s);
+    }
+  }
+
+  TEST_CASE("the Pareto front: no member is dominated by another") {
+    SpacePlan space = load_space("default");
+    Planner planner(space.hardware, space.model);
+    SearchResult r = planner.search(space.space, SearchOptions{});
+    REQUIRE_FALSE(r.pareto.empty());
+    for (const Estimate& a : r.pareto) {
+      for (const Estimate& b : r.pareto) {
+        if (&a == &b) continue;
+        const bool dominates = b.tokens_per_device_per_s >= a.tokens_per_device_per_s &&
+                               b.memory_bytes.capacity - b.memory_bytes.total >=
+                                   a.memory_bytes.capacity - a.memory_bytes.total &&
+                               b.strategy.nodes <= a.strategy.nodes &&
+                               (b.tokens_per_device_per_s > a.tokens_per_device_per_s ||
+                                b.memory_bytes.total < a.memory_bytes.total || b.strategy.nodes < a.strategy.nodes);
+        CHECK_FALSE(dominates);
+      }
+    }
+  }
+}
