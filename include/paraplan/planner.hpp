@@ -90,6 +90,7 @@ struct RuleCount {
 struct SearchResult {
   std::vector<Estimate> best;        ///< feasible, best first by the objective, at most `top`
   std::vector<Estimate> pareto;      ///< feasible, not dominated in (TGS up, memory headroom up, nodes down)
+  std::vector<Estimate> best_per_nodes;  ///< the best feasible strategy of each node count
   std::vector<Estimate> all;         ///< every evaluated strategy, when keep_all
   std::size_t candidates = 0;        ///< combinations enumerated
   std::size_t evaluated = 0;         ///< passed the rules and were evaluated

@@ -98,9 +98,14 @@ struct Crossing {
   int fanout;       // D_j
   int inner;        // m_{j-1}
   int sharers;      // ranks sharing one rank's link: the dies of a device above the die tier
+  double fixed_bw = 0;  // a measured busbw for the whole collective up to this tier (0 = model)
 };
 
-std::vector<Crossing> crossings(const HardwareSpec& hw, const GroupSpan& g) {
+// The tiers a group crosses. When an inner tier has a measured figure for `op`, the
+// crossings up to it become one stage at that figure: the measurement covers the whole
+// collective inside that tier's unit (e.g. the BR166 node's 16-die all-gather), and the
+// outer tiers are modelled around it.
+std::vector<Crossing> crossings(const HardwareSpec& hw, const GroupSpan& g, Collective op) {
   std::vector<Crossing> out;
   for (std::size_t j = 0; j < g.members.size(); ++j) {
     int d = g.fanout(j);
@@ -110,6 +115,20 @@ std::vector<Crossing> crossings(const HardwareSpec& hw, const GroupSpan& g) {
       out.push_back({static_cast<int>(j), &t, d, j == 0 ? 1 : g.members[j - 1], sharers});
     }
   }
+  for (std::size_t i = out.size(); i-- > 1;) {
+    const auto& o = out[i - 1].tier->collective(op);
+    if (!o) continue;
+    const int m = g.members[static_cast<std::size_t>(out[i - 1].pos)];
+    Crossing merged = out[i - 1];
+    merged.fanout = m;
+    merged.inner = 1;
+    merged.sharers = 1;
+    merged.fixed_bw = o->algbw ? o->bus_bw_bytes_per_s * bus_factor(op, m) : o->bus_bw_bytes_per_s;
+    std::vector<Crossing> rest(out.begin() + static_cast<std::ptrdiff_t>(i), out.end());
+    out = {merged};
+    out.insert(out.end(), rest.begin(), rest.end());
+    break;
+  }
   return out;
 }
 
@@ -117,6 +136,7 @@ std::vector<Crossing> crossings(const HardwareSpec& hw, const GroupSpan& g) {
 // the dies of a device share its links to the tiers above the die tier (the size
 // efficiency is that of the device's combined message).
 double crossing_bw(const Crossing& c, double bytes) {
+  if (c.fixed_bw > 0) return c.fixed_bw * tier_bandwidth(*c.tier, bytes) / c.tier->bw_bytes_per_s;
   double bw = tier_bandwidth(*c.tier, bytes * c.sharers) / c.sharers;
   return c.tier->topology == Topology::FullMesh ? bw * (c.fanout - 1) : bw;
 }
@@ -207,7 +227,7 @@ CollectiveCost collective(const HardwareSpec& hw, Collective op, double bytes, c
   best.bytes = bytes;
   const int G = group.size;
   if (G <= 1 || bytes <= 0) return best;
-  std::vector<Crossing> xs = crossings(hw, group);
+  std::vector<Crossing> xs = crossings(hw, group, op);
   if (xs.empty()) return best;
   // A measured figure for this op on the group's outermost tier replaces the model.
   const TierSpec& outer = *xs.back().tier;

@@ -44,8 +44,8 @@ std::string recompute_short(const Recompute& r) { return config::recompute_spell
 std::string training_short(const Strategy& s) {
   std::string out = std::string(config::spelling(config::kOptimizerNames, s.training.optimizer));
   out += " Z" + std::to_string(s.training.zero);
-  if (s.training.optimizer_offload) out += " opt-off";
-  if (s.training.activation_offload) out += " act-off";
+  if (s.training.optimizer_offload) out += " optim@host";
+  if (s.training.activation_offload) out += " act@host";
   if (s.training.precision == Precision::Fp8) out += " fp8";
   return out;
 }
@@ -195,6 +195,17 @@ std::string rank_table(const SearchResult& r, std::size_t rows) {
            pad(training_short(s), 22) + pad(fmt("%.2f s", e.step_time_s), 10, true) +
            pad(fmt("%.0f", e.tokens_per_device_per_s), 9, true) + pad(fmt("%.1f%%", 100 * e.mfu), 7, true) +
            pad(mem_short(e), 17, true) + "  " + e.bottleneck + "\n";
+  }
+  if (!r.best_per_nodes.empty()) {
+    out += "\nBest at each node count:\n";
+    for (const Estimate& e : r.best_per_nodes) {
+      const Strategy& s = e.strategy;
+      out += "  " + pad(std::to_string(s.nodes) + " nodes", 10) + pad(layout(s), 30) + " mb" +
+             std::to_string(s.training.micro_batch) + ", " + recompute_short(s.training.recompute) + ", " +
+             (s.parallel.ep > 1 ? std::string(dispatch_name(s.moe.dispatch)) : std::string("no EP")) + ", " +
+             schedule_name(s.schedule) + ": TGS " + fmt("%.0f", e.tokens_per_device_per_s) + ", step " +
+             units::format_time(e.step_time_s) + ", " + mem_short(e) + "\n";
+    }
   }
   if (r.best.size() >= 2) {
     out += "\nWhy the runners-up lose: #2 " + why_loses(r.best[0], r.best[1]);
@@ -349,6 +360,17 @@ std::string rank_markdown(const SpacePlan& space, const SearchResult& r, const s
     out << "\n## Why the runners-up lose\n\n";
     for (std::size_t i = 1; i < std::min<std::size_t>(r.best.size(), 6); ++i) {
       out << "- #" << i + 1 << ": " << why_loses(r.best[0], r.best[i]) << "\n";
+    }
+  }
+  if (!r.best_per_nodes.empty()) {
+    out << "\n## Best at each node count\n\n| nodes | layout | mb | recompute | dispatch | schedule | step (s) | TGS | memory |\n"
+           "|---:|---|---:|---|---|---|---:|---:|---:|\n";
+    for (const Estimate& e : r.best_per_nodes) {
+      const Strategy& s = e.strategy;
+      out << "| " << s.nodes << " | " << layout(s) << " | " << s.training.micro_batch << " | "
+          << recompute_short(s.training.recompute) << " | " << (s.parallel.ep > 1 ? dispatch_name(s.moe.dispatch) : "-")
+          << " | " << schedule_name(s.schedule) << " | " << fmt("%.3f", e.step_time_s) << " | "
+          << fmt("%.0f", e.tokens_per_device_per_s) << " | " << mem_short(e) << " |\n";
     }
   }
   if (!r.pareto.empty()) {

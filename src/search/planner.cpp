@@ -114,6 +114,17 @@ struct Planner::Impl {
   Estimate evaluate_with(const Strategy& s, const search::LayerCosts& costs, bool detail,
                          CommMemo* memo) const {
     MemoryEstimate mem = cost::combine_memory(costs.memory, hw, model, s, detail);
+    if (!detail && !mem.feasible) {
+      // Pruned: a strategy that does not fit is not worth its step time.
+      Estimate e;
+      e.strategy = s;
+      e.feasible = false;
+      e.infeasible_reasons = std::move(mem.infeasible_reasons);
+      const StageMemory& st = mem.stages[static_cast<std::size_t>(mem.worst_stage)];
+      e.memory_bytes.total = st.total;
+      e.memory_bytes.capacity = mem.capacity;
+      return e;
+    }
     return search::evaluate_step(hw, model, counts, s, costs, mem, strategy_comm(s, mem, memo), detail);
   }
 };
@@ -438,6 +449,7 @@ SearchResult Planner::search(const SearchSpace& space, const SearchOptions& opti
   // Phase 2: every candidate, statically sliced (results do not depend on the slicing).
   struct Local {
     std::vector<Estimate> best, all;
+    std::map<int, Estimate> per_nodes;  // best of each node count
     std::vector<Point> points;
     std::size_t feasible = 0, infeasible = 0;
   };
@@ -463,6 +475,8 @@ SearchResult Planner::search(const SearchSpace& space, const SearchOptions& opti
         ++L.feasible;
         L.points.push_back({e.tokens_per_device_per_s, e.memory_bytes.capacity - e.memory_bytes.total,
                             e.strategy.nodes, i});
+        auto it = L.per_nodes.find(e.strategy.nodes);
+        if (it == L.per_nodes.end() || better(e, it->second, options.objective)) L.per_nodes[e.strategy.nodes] = e;
         L.best.push_back(std::move(e));
         if (L.best.size() >= 4 * keep) {
           std::nth_element(L.best.begin(), L.best.begin() + static_cast<std::ptrdiff_t>(keep - 1), L.best.end(),
@@ -495,7 +509,12 @@ SearchResult Planner::search(const SearchSpace& space, const SearchOptions& opti
   // Merge: a total order makes the result independent of the thread count.
   std::vector<Estimate> merged;
   std::vector<Point> points;
+  std::map<int, Estimate> per_nodes;
   for (Local& L : locals) {
+    for (auto& [n, e] : L.per_nodes) {
+      auto it = per_nodes.find(n);
+      if (it == per_nodes.end() || better(e, it->second, options.objective)) per_nodes[n] = e;
+    }
     points.insert(points.end(), L.points.begin(), L.points.end());
     result.feasible += L.feasible;
     rejected.by_rule["memory"] += L.infeasible;
@@ -510,7 +529,7 @@ SearchResult Planner::search(const SearchSpace& space, const SearchOptions& opti
   for (std::size_t i : pareto_front(std::move(points))) {
     result.pareto.push_back(impl_->evaluate(candidates[i], true));
   }
-  // Strategies that fit the device but not the headroom: named in the counts.
+  for (auto& [n, e] : per_nodes) result.best_per_nodes.push_back(impl_->evaluate(e.strategy, true));
   if (merged.size() > keep) merged.resize(keep);
   // The shown results get their detailed memory (reasons in words, per-module parts).
   for (Estimate& e : merged) e = impl_->evaluate(e.strategy, true);
