@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # paraplan's one entry point for building: installs the missing Debian packages, configures,
 # builds, then runs what was asked.
-#   ./build.sh run    build, then run the main job on the built-in default
+#   ./build.sh run    build, then run the main job on the built-in default (paraplan rank,
+#                     reports in reports/default.{md,csv,json})
 #   ./build.sh test   build, then run every test (what CI runs)
 #   ./build.sh asan   build with AddressSanitizer + UndefinedBehaviorSanitizer and run the tests
 set -euo pipefail
@@ -36,11 +37,9 @@ cmake --build "$dir" -j "$jobs"
 
 case "$what" in
   run)
-    # The main job. Until `paraplan rank` exists it lists the presets and checks the default
-    # search space (DeepSeek-V3 on br166-ubbv2 at 16/32/64 nodes) and every preset.
-    "./$dir/paraplan" list
-    echo
-    "./$dir/paraplan" check --all
+    # The main job: rank every strategy of the default search space (DeepSeek-V3 on
+    # br166-ubbv2 at 16/32/64 nodes) and write the reports.
+    "./$dir/paraplan" rank -o reports/default
     ;;
   test|asan)
     ctest --test-dir "$dir" --output-on-failure

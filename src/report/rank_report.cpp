@@ -182,14 +182,14 @@ std::string estimate_text(const Plan& plan, const Estimate& e) {
 
 std::string rank_table(const SearchResult& r, std::size_t rows) {
   std::string out;
-  out += pad("#", 4) + pad("nodes", 6, true) + "  " + pad("layout", 30) + pad("mb", 4, true) + "  " +
+  out += pad("#", 4) + pad("nodes", 6, true) + "  " + pad("layout", 33) + pad("mb", 4, true) + "  " +
          pad("recompute", 26) + pad("dispatch", 20) + pad("schedule", 12) + pad("training", 22) +
          pad("step", 10, true) + pad("TGS", 9, true) + pad("MFU", 7, true) + pad("memory", 17, true) +
          "  bottleneck\n";
   for (std::size_t i = 0; i < std::min(rows, r.best.size()); ++i) {
     const Estimate& e = r.best[i];
     const Strategy& s = e.strategy;
-    out += pad(std::to_string(i + 1), 4) + pad(std::to_string(s.nodes), 6, true) + "  " + pad(layout(s), 30) +
+    out += pad(std::to_string(i + 1), 4) + pad(std::to_string(s.nodes), 6, true) + "  " + pad(layout(s), 33) +
            pad(std::to_string(s.training.micro_batch), 4, true) + "  " + pad(recompute_short(s.training.recompute), 26) +
            pad(s.parallel.ep > 1 ? dispatch_name(s.moe.dispatch) : "-", 20) + pad(schedule_name(s.schedule), 12) +
            pad(training_short(s), 22) + pad(fmt("%.2f s", e.step_time_s), 10, true) +
@@ -200,7 +200,7 @@ std::string rank_table(const SearchResult& r, std::size_t rows) {
     out += "\nBest at each node count:\n";
     for (const Estimate& e : r.best_per_nodes) {
       const Strategy& s = e.strategy;
-      out += "  " + pad(std::to_string(s.nodes) + " nodes", 10) + pad(layout(s), 30) + " mb" +
+      out += "  " + pad(std::to_string(s.nodes) + " nodes", 10) + pad(layout(s), 33) + " mb" +
              std::to_string(s.training.micro_batch) + ", " + recompute_short(s.training.recompute) + ", " +
              (s.parallel.ep > 1 ? std::string(dispatch_name(s.moe.dispatch)) : std::string("no EP")) + ", " +
              schedule_name(s.schedule) + ": TGS " + fmt("%.0f", e.tokens_per_device_per_s) + ", step " +
@@ -286,7 +286,7 @@ std::string gantt(const Estimate& e) {
   std::vector<double> free_at(static_cast<std::size_t>(pp), 0.0);
   std::ostringstream out;
   out << "```mermaid\ngantt\n  title Pipeline (" << pp << " ranks, first " << m
-      << " micro-batches, 1F1B order; ms)\n  dateFormat x\n  axisFormat %L\n";
+      << " micro-batches, 1F1B order; ms)\n  dateFormat x\n  axisFormat %M:%S.%L\n";
   std::vector<std::ostringstream> sections(static_cast<std::size_t>(pp));
   // Order of work per rank in 1F1B: warm-up forwards, then alternate, then backwards.
   std::vector<std::vector<std::pair<char, int>>> order(static_cast<std::size_t>(pp));
