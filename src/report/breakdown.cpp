@@ -3,6 +3,7 @@
 
 #include "config/parse.hpp"
 #include "paraplan/report.hpp"
+#include "util/strings.hpp"
 #include "paraplan/units.hpp"
 #include "report/json.hpp"
 #include "report/writers.hpp"
@@ -48,16 +49,9 @@ void write_strategy(report::JsonWriter& w, const Plan& plan) {
   w.end_object();
 }
 
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
+using util::fmt;
 
-std::string pad(std::string s, std::size_t width, bool right = false) {
-  if (s.size() >= width) return s;
-  return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
-}
+std::string pad(std::string s, std::size_t width, bool right = false) { return util::pad(std::move(s), width, right); }
 
 std::string ms(double seconds) { return fmt("%.3f", seconds * 1e3); }
 

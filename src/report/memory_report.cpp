@@ -5,6 +5,7 @@
 
 #include "config/parse.hpp"
 #include "paraplan/report.hpp"
+#include "util/strings.hpp"
 #include "paraplan/units.hpp"
 
 namespace paraplan {
@@ -52,16 +53,9 @@ void write_memory_fields(JsonWriter& w, const MemoryEstimate& m) {
 
 namespace {
 
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
+using util::fmt;
 
-std::string pad(std::string s, std::size_t width, bool right = true) {
-  if (s.size() >= width) return s;
-  return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
-}
+std::string pad(std::string s, std::size_t width, bool right = true) { return util::pad(std::move(s), width, right); }
 
 std::string gb(double bytes) { return fmt("%.2f", bytes / 1e9); }
 

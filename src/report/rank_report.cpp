@@ -9,6 +9,7 @@
 
 #include "config/parse.hpp"
 #include "paraplan/report.hpp"
+#include "util/strings.hpp"
 #include "paraplan/units.hpp"
 #include "report/memory_report.hpp"
 #include "report/writers.hpp"
@@ -16,16 +17,9 @@
 namespace paraplan {
 namespace {
 
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
+using util::fmt;
 
-std::string pad(const std::string& s, std::size_t width, bool right = false) {
-  if (s.size() >= width) return s;
-  return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
-}
+std::string pad(std::string s, std::size_t width, bool right = false) { return util::pad(std::move(s), width, right); }
 
 std::string layout(const Strategy& s) {
   const Parallel& p = s.parallel;

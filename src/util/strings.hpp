@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstddef>
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,6 +67,19 @@ inline std::string nearest(std::string_view word, const std::vector<std::string>
     }
   }
   return best;
+}
+
+/// printf-style formatting of one number: fmt("%.2f", 1.5) -> "1.50".
+inline std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+/// Pads to `width` characters, on the left (`right` aligned) or on the right.
+inline std::string pad(std::string s, std::size_t width, bool right) {
+  if (s.size() >= width) return s;
+  return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
 }
 
 }  // namespace paraplan::util
