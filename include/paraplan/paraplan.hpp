@@ -9,4 +9,5 @@
 #include "paraplan/report.hpp"
 #include "paraplan/spec.hpp"
 #include "paraplan/units.hpp"
+#include "paraplan/validate.hpp"
 #include "paraplan/version.hpp"

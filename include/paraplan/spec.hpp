@@ -197,7 +197,10 @@ enum class Precision { Bf16, Fp8 };
 enum class RecomputeMode { None, Selective, Full, Modules };
 enum class Optimizer { Adam, Adam8bit };
 enum class Dispatch { AllGather, AllToAll, DeepEp, SendRecvAllGather, SendRecvDeepEp };
-enum class Routing { Uniform, NodeLimited };
+/// Uniform: random top-k (statistical load imbalance); NodeLimited: at most
+/// max_nodes_per_token nodes; Balanced: forced-balanced routing, every expert gets exactly
+/// its mean share (benchmarks that force it, the seeds' 60-63 GB runs).
+enum class Routing { Uniform, NodeLimited, Balanced };
 enum class Schedule { OneFOneB, Interleaved, ZeroBubble, DualPipe, DualPipeV };
 enum class Objective { Tgs, StepTime, Mfu, Memory };
 /// Collective algorithm for TP / CP / DP collectives; Auto picks the fastest.

@@ -308,6 +308,13 @@ int cmd_rank(const RankArgs& a) {
   return kExitOk;
 }
 
+int cmd_validate(const std::string& dir) {
+  std::vector<paraplan::ValidationCase> cases = paraplan::load_cases(dir);
+  paraplan::ValidationReport rep = paraplan::validate(cases);
+  std::cout << paraplan::validation_text(rep);
+  return rep.failed == 0 ? kExitOk : kExitInternal;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -400,6 +407,16 @@ int main(int argc, char** argv) {
       "  paraplan rank -H h800-ib --nodes 32,64 --top 10\n"
       "  paraplan rank -s my.space.yaml --format json > ranking.json\n");
 
+  std::string validate_dir = "validation";
+  auto* validate = app.add_subcommand(
+      "validate", "Predicted vs measured for the published cases; exit 1 when a case exceeds its bound");
+  validate->add_option("dir", validate_dir, "Folder of case files")->capture_default_str();
+  validate->footer(
+      "Each case names its source, its metric as the source defines it, and an error bound\n"
+      "(docs/validation.md). Summary: mean |error|, bias and worst case, overall and per category.\n"
+      "Example:\n"
+      "  paraplan validate validation\n");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -419,6 +436,7 @@ int main(int argc, char** argv) {
     if (evaluate->parsed()) return cmd_evaluate(eval_ref, eval_sets, eval_format, eval_all_ops);
     if (compare->parsed()) return cmd_compare(compare_refs, compare_format);
     if (rank->parsed()) return cmd_rank(rank_args);
+    if (validate->parsed()) return cmd_validate(validate_dir);
   } catch (const paraplan::ConfigError& e) {
     print_diagnostics(e);
     return kExitBadInput;

@@ -10,6 +10,7 @@
 #include "config/parse.hpp"
 #include "config/tree.hpp"
 #include "paraplan/config.hpp"
+#include "paraplan/validate.hpp"
 #include "util/strings.hpp"
 
 namespace paraplan {
@@ -518,6 +519,146 @@ FileKind check_file(const std::string& ref) {
     case FileKind::Space: (void)load_space(ref); break;
   }
   return kind;
+}
+
+}  // namespace paraplan
+
+// ---- validation cases -------------------------------------------------------------------
+
+namespace paraplan {
+namespace config {
+namespace {
+
+const EnumNames<Metric> kMetricNames{{"step_time_s", Metric::StepTime},
+                                     {"tokens_per_device_per_s", Metric::Tgs},
+                                     {"model_tflops_per_device", Metric::ModelTflops},
+                                     {"megatron_tflops_per_device", Metric::MegatronTflops},
+                                     {"moe_layer_forward_ms", Metric::MoeLayerForwardMs},
+                                     {"moe_layer_backward_ms", Metric::MoeLayerBackwardMs},
+                                     {"layer_forward_ms", Metric::LayerForwardMs},
+                                     {"layer_backward_ms", Metric::LayerBackwardMs},
+                                     {"collective_time_us", Metric::CollectiveUs},
+                                     {"rdma_bandwidth_gbps", Metric::RdmaBandwidth}};
+const EnumNames<Collective> kCaseCollectives{{"all_reduce", Collective::AllReduce},
+                                             {"all_gather", Collective::AllGather},
+                                             {"reduce_scatter", Collective::ReduceScatter},
+                                             {"all_to_all", Collective::AllToAll},
+                                             {"send_recv", Collective::SendRecv},
+                                             {"broadcast", Collective::Broadcast}};
+
+ValidationCase read_case(const Node& root, const std::shared_ptr<const Source>& source, Diags& diags) {
+  ValidationCase c;
+  c.file = source->display;
+  MapReader r(&root, diags, "");
+  if (r.node() == nullptr) return c;
+  if (auto v = r.text("name", Need::Required)) c.name = *v;
+  if (auto v = r.enumeration("category", EnumNames<std::string>{{"dense", "dense"}, {"moe", "moe"}, {"micro", "micro"}},
+                             Need::Required)) {
+    c.category = *v;
+  }
+  for (const std::string& s : r.text_list("source")) c.source += (c.source.empty() ? "" : "; ") + s;
+  if (c.source.empty()) r.get("source", Need::Required);
+  c.assumptions = r.text_list("assumptions");
+  if (auto v = r.boolean("calibration")) c.calibration = *v;
+  if (auto v = r.number("bound", 0.0, 1000.0, Need::Required)) c.bound_pct = *v;
+  {
+    const Node* m = r.get("measured", Need::Required);
+    MapReader mr(m, diags, "measured", r.loc());
+    if (m != nullptr) {
+      if (auto v = mr.enumeration("metric", kMetricNames, Need::Required)) c.metric = *v;
+      if (auto v = mr.number("value", 1e-12, 1e300, Need::Required)) c.measured = *v;
+      if (auto v = mr.text("definition", Need::Required)) c.definition = *v;
+    }
+    mr.finish();
+  }
+  // Hardware: a reference resolved against the case file.
+  std::size_t before = diags.size();
+  if (const Node* h = r.get("hardware", Need::Required)) {
+    if (auto ref = ScalarReader(diags).text(*h, "hardware")) {
+      Node tree = load_root(*ref, FileKind::Hardware, h->loc, diags);
+      if (diags.size() == before) c.plan.hardware = read_hardware(tree, diags);
+    }
+  }
+  if (const Node* coll = r.get("collective")) {
+    c.is_collective = true;
+    MapReader cr(coll, diags, "collective");
+    if (auto v = cr.enumeration("op", kCaseCollectives, Need::Required)) c.collective.op = *v;
+    if (auto v = cr.quantity("size", units::Quantity::Size, Need::Required)) c.collective.bytes = *v;
+    if (auto v = cr.count("ranks", Need::Required, 1, 1 << 20)) c.collective.ranks = *v;
+    if (auto v = cr.count("stride", Need::Optional, 1, 1 << 20)) c.collective.stride = *v;
+    cr.finish();
+    r.known("model");
+    r.known("strategy");
+    r.finish();
+    return c;
+  }
+  // Model: a reference, or an inline model map (models/ schema).
+  before = diags.size();
+  if (const Node* m = r.get("model", Need::Required)) {
+    if (m->is_map()) {
+      c.plan.model = read_model(*m, diags);
+    } else if (auto ref = ScalarReader(diags).text(*m, "model")) {
+      Node tree = load_root(*ref, FileKind::Model, m->loc, diags);
+      if (diags.size() == before) c.plan.model = read_model(tree, diags);
+    }
+  }
+  // Strategy: the strategy keys without hardware/model (they are the case's).
+  if (const Node* st = r.get("strategy", Need::Required)) {
+    if (!st->is_map()) {
+      diags.error(st->loc, "`strategy` must be a map of strategy keys (docs/inputs.md)");
+    } else {
+      Node copy = *st;
+      for (const char* key : {"hardware", "model"}) {
+        if (copy.find(key) != nullptr) {
+          diags.error(copy.find(key)->loc, std::string("`strategy.") + key + "` is the case's own `" + key + "` key");
+          copy.erase(key);
+        }
+        Node v;
+        v.type = Node::Type::Scalar;
+        v.scalar = "(case)";
+        v.loc = st->loc;
+        copy.entries.emplace_back(key, v);
+        copy.key_locs.push_back(st->loc);
+      }
+      c.plan.strategy = read_strategy(copy, diags);
+      c.plan.strategy.name = c.name;
+      if (diags.empty()) {
+        for (const RuleViolation& v : check_rules(c.plan.strategy, c.plan.hardware, c.plan.model)) {
+          diags.error(loc_of_key(*st, v.key), "strategy breaks rule `" + v.rule + "`: " + v.message);
+        }
+      }
+    }
+  }
+  r.finish();
+  return c;
+}
+
+}  // namespace
+}  // namespace config
+
+std::vector<ValidationCase> load_cases(const std::string& dir) {
+  namespace fs = std::filesystem;
+  config::Diags diags;
+  std::vector<ValidationCase> out;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    diags.error(std::make_shared<config::Source>(config::Source{dir, "", false, dir}),
+                "not a folder of validation cases");
+    diags.throw_if_any();
+  }
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().extension() == ".yaml" || e.path().extension() == ".yml") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const fs::path& f : files) {
+    std::shared_ptr<const config::Source> source;
+    config::Node root = config::load_root(f.string(), FileKind::Strategy, {}, diags, &source);
+    if (!source) continue;
+    out.push_back(config::read_case(root, source, diags));
+  }
+  diags.throw_if_any();
+  return out;
 }
 
 }  // namespace paraplan

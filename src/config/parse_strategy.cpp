@@ -18,7 +18,8 @@ const EnumNames<Dispatch> kDispatchNames{{"allgather", Dispatch::AllGather},
                                          {"sendrecv_allgather", Dispatch::SendRecvAllGather},
                                          {"sendrecv_deepep", Dispatch::SendRecvDeepEp}};
 const EnumNames<Routing> kRoutingNames{{"uniform", Routing::Uniform},
-                                       {"node_limited", Routing::NodeLimited}};
+                                       {"node_limited", Routing::NodeLimited},
+                                       {"balanced", Routing::Balanced}};
 const EnumNames<Schedule> kScheduleNames{{"1f1b", Schedule::OneFOneB},
                                          {"interleaved", Schedule::Interleaved},
                                          {"zero_bubble", Schedule::ZeroBubble},

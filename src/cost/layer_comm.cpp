@@ -111,8 +111,11 @@ CommBreakdown estimate_comm(const Plan& plan) {
   std::vector<CommOpEstimate> ep_ops;
   if (m.moe && p.ep > 1) {
     cost::EpLayout probe = cost::ep_layout(hw, m, s, tok.per_rank_moe);
-    cost::LoadFactors lf = cost::load_factors(tok.per_rank_moe * p.ep * p.etp, m.moe->routed_experts,
-                                              m.moe->top_k, p.ep);
+    // Forced-balanced routing has no statistical imbalance: every rank gets its mean share.
+    cost::LoadFactors lf = s.moe.routing == Routing::Balanced
+                               ? cost::LoadFactors{}
+                               : cost::load_factors(tok.per_rank_moe * p.ep * p.etp, m.moe->routed_experts,
+                                                    m.moe->top_k, p.ep);
     // The busiest rank receives rank_load x the mean: its exchange sets the pace.
     cost::EpLayout ep = probe;
     ep.load = lf.rank * s.moe.imbalance;

@@ -1,0 +1,59 @@
+// Validation cases: the shipped cases load, a metric is the quantity its definition names,
+// and a broken case file is reported with its location.
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "paraplan/errors.hpp"
+#include "paraplan/planner.hpp"
+#include "paraplan/validate.hpp"
+
+namespace fs = std::filesystem;
+using namespace paraplan;
+
+TEST_SUITE("validate") {
+  TEST_CASE("the shipped cases load and each names its source and definition") {
+    auto cases = load_cases((fs::path(PARAPLAN_SOURCE_DIR) / "validation").string());
+    REQUIRE(cases.size() >= 40);
+    for (const ValidationCase& c : cases) {
+      CAPTURE(c.name);
+      CHECK_FALSE(c.source.empty());
+      CHECK_FALSE(c.definition.empty());
+      CHECK(c.measured > 0);
+    }
+  }
+
+  TEST_CASE("megatron_tflops_per_device is Narayanan's eq. 3 over the predicted step") {
+    auto cases = load_cases((fs::path(PARAPLAN_SOURCE_DIR) / "validation").string());
+    for (const ValidationCase& c : cases) {
+      if (c.name != "narayanan2021-gpt-145.6b") continue;
+      CaseResult r = run_case(c);
+      // 96 B s l h^2 (1 + s/6h + V/16lh): B 2304, s 2048, l 80, h 12288, V 51200, over the
+      // planner's step time and 1536 GPUs
+      const double B = 2304, s = 2048, l = 80, h = 12288, V = 51200;
+      const double F = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+      Planner planner(c.plan.hardware, c.plan.model);
+      const double step = planner.evaluate(c.plan.strategy).step_time_s;
+      CHECK(r.predicted == doctest::Approx(F / step / 1536 / 1e12));
+    }
+  }
+
+  TEST_CASE("a broken case file is reported at its line") {
+    const fs::path dir = fs::temp_directory_path() / "paraplan-bad-cases";
+    fs::create_directories(dir);
+    std::ofstream(dir / "a.yaml") << "name: x\ncategory: dense\nsource: s\nbound: 10\nhardware: a100-sxm-ib\n"
+                                     "collective: {op: all_reduce, size: 1 GiB, ranks: 8}\n"
+                                     "measured: {metric: colective_time_us, value: 5, definition: d}\n";
+    try {
+      (void)load_cases(dir.string());
+      FAIL("expected a ConfigError");
+    } catch (const ConfigError& e) {
+      REQUIRE(e.diagnostics().size() == 1);
+      CHECK(e.diagnostics()[0].line == 7);
+      CHECK(e.diagnostics()[0].message.find("did you mean `collective_time_us`?") != std::string::npos);
+    }
+    fs::remove_all(dir);
+  }
+}
