@@ -61,6 +61,15 @@ struct Preset {
                                                     const std::string& display_name,
                                                     const std::string& base_dir = {});
 
+/// A strategy from YAML text for a given hardware and model (library users that hold the
+/// specs already): `hardware:` / `model:` keys may be absent and are ignored; the rules are
+/// checked against `hw` and `model`.
+[[nodiscard]] PARAPLAN_EXPORT Strategy parse_strategy(std::string_view yaml, const std::string& display_name,
+                                                      const HardwareSpec& hw, const ModelSpec& model);
+/// A search space from YAML text; `hardware:` / `model:` keys may be absent.
+[[nodiscard]] PARAPLAN_EXPORT SearchSpace parse_search_space(std::string_view yaml,
+                                                             const std::string& display_name);
+
 /// What a file is, guessed from its keys (a strategy has `parallel:`, a model `layers:`,
 /// a hardware file `device:`, a space lists or `auto` values or `objective:`), following
 /// `extends:`. Throws ConfigError when it cannot tell.

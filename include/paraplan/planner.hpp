@@ -103,6 +103,16 @@ struct SearchResult {
   std::size_t layer_keys = 0;        ///< distinct per-layer cost keys computed
   int threads = 1;                   ///< worker threads used
   bool cancelled = false;
+  bool from_cache = false;           ///< the planner answered the same question before
+};
+
+/// Everything known about one strategy: the estimate and the breakdowns behind it.
+struct Evaluation {
+  Plan plan;
+  Estimate estimate;
+  ComputeBreakdown compute;  ///< per layer kind, every op
+  CommBreakdown comm;        ///< per layer kind, every transfer and its stages
+  MemoryEstimate memory;     ///< per pipeline stage, by component and module
 };
 
 /// Evaluates and searches strategies of one model on one hardware.
@@ -116,14 +126,19 @@ class PARAPLAN_EXPORT Planner {
   /// The full prediction for one strategy (its hardware/model fields are ignored).
   [[nodiscard]] Estimate evaluate(const Strategy& s) const;
 
+  /// The estimate with every breakdown (slower than evaluate: builds the op lists).
+  [[nodiscard]] Evaluation explain(const Strategy& s) const;
+
   /// Every valid strategy of `space` (its hardware/model fields are ignored), evaluated in
-  /// parallel and ranked. Results do not depend on the number of threads.
+  /// parallel and ranked. Results do not depend on the number of threads. The planner keeps
+  /// each answer: the same space and options again return it at once (`from_cache`).
   [[nodiscard]] SearchResult search(const SearchSpace& space, const SearchOptions& options) const;
 
   [[nodiscard]] const HardwareSpec& hardware() const;
   [[nodiscard]] const ModelSpec& model() const;
 
  private:
+  SearchResult search_uncached(const SearchSpace& space, const SearchOptions& options) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -48,6 +48,12 @@ namespace paraplan {
                                                         const CommBreakdown& comm,
                                                         const MemoryEstimate& mem);
 
+/// evaluate's JSON for a full evaluation (estimate_json of its parts).
+[[nodiscard]] PARAPLAN_EXPORT std::string evaluation_json(const Evaluation& ev);
+
+/// evaluate's text: ops, transfers, memory per stage, the step and its bottleneck.
+[[nodiscard]] PARAPLAN_EXPORT std::string evaluation_text(const Evaluation& ev, bool all_ops);
+
 /// Where the step time goes, throughput, memory verdict and bottleneck, for people.
 [[nodiscard]] PARAPLAN_EXPORT std::string estimate_text(const Plan& plan, const Estimate& e);
 

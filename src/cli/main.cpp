@@ -83,36 +83,19 @@ int cmd_check(const std::vector<std::string>& files, bool all, bool quiet) {
   return kExitOk;
 }
 
-// Everything `evaluate` shows about one strategy.
-struct Evaluation {
-  paraplan::Plan plan;
-  paraplan::Estimate estimate;
-  paraplan::ComputeBreakdown compute;
-  paraplan::CommBreakdown comm;
-  paraplan::MemoryEstimate memory;
-};
+using paraplan::Evaluation;
 
-Evaluation evaluate_plan(paraplan::Plan plan) {
-  Evaluation ev;
-  ev.comm = paraplan::estimate_comm(plan);
-  ev.compute = paraplan::estimate_compute(plan, ev.comm.routing.rank_load);
-  ev.memory = paraplan::estimate_memory(plan, ev.comm.routing.rank_load);
-  paraplan::Planner planner(plan.hardware, plan.model);
-  ev.estimate = planner.evaluate(plan.strategy);
-  ev.plan = std::move(plan);
-  return ev;
+Evaluation evaluate_plan(const paraplan::Plan& plan) {
+  return paraplan::Planner(plan.hardware, plan.model).explain(plan.strategy);
 }
 
-std::string detail_text(const Evaluation& ev, bool all_ops) {
-  return paraplan::compute_text(ev.plan, ev.compute, all_ops) + paraplan::comm_text(ev.plan, ev.comm) +
-         "\n" + paraplan::memory_text(ev.plan, ev.memory) + paraplan::estimate_text(ev.plan, ev.estimate);
-}
+std::string detail_text(const Evaluation& ev, bool all_ops) { return paraplan::evaluation_text(ev, all_ops); }
 
 int cmd_evaluate(const std::string& ref, const std::vector<std::string>& sets, const std::string& format,
                  bool all_ops) {
   Evaluation ev = evaluate_plan(paraplan::load_plan(ref, sets));
   if (format == "json") {
-    std::cout << paraplan::estimate_json(ev.plan, ev.estimate, ev.compute, ev.comm, ev.memory);
+    std::cout << paraplan::evaluation_json(ev);
   } else {
     std::cout << detail_text(ev, all_ops);
   }

@@ -463,6 +463,53 @@ SpacePlan parse_space(std::string_view yaml, const std::string& display_name,
                                 config::space_from_root);
 }
 
+namespace config {
+namespace {
+
+// Strategy keys without their own hardware/model: placeholders satisfy the readers.
+void add_placeholders(Node& root) {
+  if (!root.is_map()) return;
+  for (const char* key : {"hardware", "model"}) {
+    if (root.find(key) != nullptr) continue;
+    Node v;
+    v.type = Node::Type::Scalar;
+    v.scalar = "(given)";
+    v.loc = root.loc;
+    root.entries.emplace_back(key, v);
+    root.key_locs.push_back(root.loc);
+  }
+}
+
+}  // namespace
+}  // namespace config
+
+Strategy parse_strategy(std::string_view yaml, const std::string& display_name, const HardwareSpec& hw,
+                        const ModelSpec& model) {
+  config::Diags diags;
+  auto source = config::text_source(display_name, "");
+  config::Node root = config::tree_from_text(yaml, source, FileKind::Strategy, diags);
+  diags.throw_if_any();
+  config::add_placeholders(root);
+  Strategy s = config::read_strategy(root, diags);
+  diags.throw_if_any();
+  for (const RuleViolation& v : check_rules(s, hw, model)) {
+    diags.error(config::loc_of_key(root, v.key), "strategy breaks rule `" + v.rule + "`: " + v.message);
+  }
+  diags.throw_if_any();
+  return s;
+}
+
+SearchSpace parse_search_space(std::string_view yaml, const std::string& display_name) {
+  config::Diags diags;
+  auto source = config::text_source(display_name, "");
+  config::Node root = config::tree_from_text(yaml, source, FileKind::Space, diags);
+  diags.throw_if_any();
+  config::add_placeholders(root);
+  SearchSpace sp = config::read_space(root, diags);
+  diags.throw_if_any();
+  return sp;
+}
+
 FileKind detect_kind(const std::string& ref) {
   config::Diags diags;
   std::string cur = ref;

@@ -144,6 +144,15 @@ std::string estimate_json(const Plan& plan, const Estimate& e, const ComputeBrea
   return w.str() + "\n";
 }
 
+std::string evaluation_json(const Evaluation& ev) {
+  return estimate_json(ev.plan, ev.estimate, ev.compute, ev.comm, ev.memory);
+}
+
+std::string evaluation_text(const Evaluation& ev, bool all_ops) {
+  return compute_text(ev.plan, ev.compute, all_ops) + comm_text(ev.plan, ev.comm) + "\n" +
+         memory_text(ev.plan, ev.memory) + estimate_text(ev.plan, ev.estimate);
+}
+
 std::string estimate_text(const Plan& plan, const Estimate& e) {
   const TimeBreakdown& t = e.time_s;
   std::string out;

@@ -11,6 +11,7 @@
 #include <numeric>
 #include <thread>
 #include <tuple>
+#include <type_traits>
 
 #include "cost/comm.hpp"
 #include "cost/memory.hpp"
@@ -35,6 +36,9 @@ struct Planner::Impl {
   search::LayerCostCache cache;
   // Collective times that depend on the DP / PP layout, keyed by (op, size, stride, dies,
   // bytes): a handful of distinct values per search.
+  // Results of earlier searches, keyed by the space and the options that shape the result.
+  mutable std::mutex result_mutex;
+  mutable std::map<std::string, SearchResult> results;
   mutable std::mutex comm_mutex;
   mutable std::map<std::tuple<int, int, long long, bool, double>, double> comm_cache;
 
@@ -147,6 +151,17 @@ Estimate Planner::evaluate(const Strategy& s) const {
     return e;
   }
   return impl_->evaluate(s, true);
+}
+
+Evaluation Planner::explain(const Strategy& s) const {
+  Evaluation ev;
+  ev.plan = Plan{impl_->hw, impl_->model, s};
+  ev.comm = estimate_comm(ev.plan);
+  const double load = s.moe.routing == Routing::Balanced ? 1.0 : ev.comm.routing.rank_load;
+  ev.compute = estimate_compute(ev.plan, load);
+  ev.memory = estimate_memory(ev.plan, load);
+  ev.estimate = evaluate(s);
+  return ev;
 }
 
 namespace {
@@ -400,7 +415,70 @@ std::vector<std::size_t> pareto_front(std::vector<Point> pts) {
 
 }  // namespace
 
+namespace {
+
+template <typename T>
+void put(std::string& key, const Choice<T>& c) {
+  key += c.auto_values ? "A" : "";
+  for (const T& v : c.values) {
+    if constexpr (std::is_same_v<T, Recompute>) {
+      key += std::to_string(static_cast<int>(v.mode));
+      for (bool b : v.modules) key += b ? '1' : '0';
+    } else {
+      key += std::to_string(static_cast<long long>(v));
+    }
+    key += ',';
+  }
+  key += '|';
+}
+
+// Everything of a space and of the options that changes a search's result.
+std::string search_key(const SearchSpace& sp, const SearchOptions& o) {
+  std::string k;
+  for (const Choice<int>* c : {&sp.nodes, &sp.tp, &sp.pp, &sp.dp, &sp.ep, &sp.etp, &sp.vpp, &sp.cp,
+                               &sp.micro_batch, &sp.zero, &sp.global_batch}) {
+    put(k, *c);
+  }
+  for (const Choice<bool>* c : {&sp.sp, &sp.ep_over_dies, &sp.optimizer_offload, &sp.activation_offload}) put(k, *c);
+  put(k, sp.precision);
+  put(k, sp.recompute);
+  put(k, sp.optimizer);
+  put(k, sp.dispatch);
+  put(k, sp.routing);
+  put(k, sp.schedule);
+  k += std::to_string(sp.seq_len) + "|" + std::to_string(sp.imbalance) + "|" + std::to_string(sp.memory_headroom) +
+       "|" + std::to_string(sp.overlap.ep) + std::to_string(sp.overlap.dp) + std::to_string(sp.overlap.tp) +
+       std::to_string(sp.overlap.pp) + "|" + std::to_string(static_cast<int>(sp.collective_algorithm)) + "|" +
+       std::to_string(o.top) + "|" + std::to_string(static_cast<int>(o.objective)) + "|" + std::to_string(o.keep_all);
+  return k;
+}
+
+}  // namespace
+
 SearchResult Planner::search(const SearchSpace& space, const SearchOptions& options) const {
+  const auto start = std::chrono::steady_clock::now();
+  // A repeated question gets the stored answer (schedulers ask the same thing often).
+  const std::string key = search_key(space, options);
+  {
+    std::lock_guard lock(impl_->result_mutex);
+    auto it = impl_->results.find(key);
+    if (it != impl_->results.end()) {
+      SearchResult r = it->second;
+      r.from_cache = true;
+      r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (options.progress) options.progress(r.evaluated, r.evaluated);
+      return r;
+    }
+  }
+  SearchResult fresh = search_uncached(space, options);
+  if (!fresh.cancelled) {
+    std::lock_guard lock(impl_->result_mutex);
+    impl_->results.emplace(key, fresh);
+  }
+  return fresh;
+}
+
+SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOptions& options) const {
   const auto start = std::chrono::steady_clock::now();
   SearchResult result;
   Counter rejected;

@@ -153,13 +153,15 @@ TEST_SUITE("search.planner") {
   TEST_CASE("search results are identical for 1 and N threads") {
     SpacePlan space = load_space("default");
     space.space.nodes.values = {16, 32};
-    Planner planner(space.hardware, space.model);
+    // Two planners: one planner answers a repeated question from its cache.
+    Planner planner(space.hardware, space.model), other(space.hardware, space.model);
     SearchOptions one;
     one.threads = 1;
     SearchOptions many = one;
     many.threads = 4;
     SearchResult a = planner.search(space.space, one);
-    SearchResult b = planner.search(space.space, many);
+    SearchResult b = other.search(space.space, many);
+    CHECK_FALSE(b.from_cache);
     CHECK(b.threads > 1);
     REQUIRE(a.best.size() == b.best.size());
     REQUIRE_FALSE(a.best.empty());
@@ -183,6 +185,18 @@ TEST_SUITE("search.planner") {
     for (std::size_t i = 1; i < a.best.size(); ++i) {
       CHECK(a.best[i - 1].tokens_per_device_per_s >= a.best[i].tokens_per_device_per_s);
     }
+  }
+
+  TEST_CASE("a repeated search is answered from the planner's cache, unchanged") {
+    SpacePlan space = load_space("default");
+    space.space.nodes.values = {16};
+    Planner planner(space.hardware, space.model);
+    SearchResult first = planner.search(space.space, SearchOptions{});
+    SearchResult again = planner.search(space.space, SearchOptions{});
+    CHECK_FALSE(first.from_cache);
+    CHECK(again.from_cache);
+    REQUIRE(first.best.size() == again.best.size());
+    for (std::size_t i = 0; i < first.best.size(); ++i) CHECK(first.best[i].step_time_s == again.best[i].step_time_s);
   }
 
   TEST_CASE("the Pareto front: no member is dominated by another") {
