@@ -41,7 +41,19 @@ case "$what" in
     # br166-ubbv2 at 16/32/64 nodes) and write the reports.
     "./$dir/paraplan" rank -o reports/default
     ;;
-  test|asan)
+  asan)
     ctest --test-dir "$dir" --output-on-failure
+    ;;
+  test)
+    ctest --test-dir "$dir" --output-on-failure
+    # The installed library as a consumer sees it: find_package, the C++ and the C API.
+    prefix="$PWD/$dir/install-test"
+    rm -rf "$prefix"
+    cmake --install "$dir" --prefix "$prefix" >/dev/null
+    cmake -S tests/consumer -B "$dir/consumer" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+    cmake --build "$dir/consumer" -j "$jobs"
+    "./$dir/consumer/consumer_cpp"
+    "./$dir/consumer/consumer_c" >/dev/null
+    echo "consumer: find_package(paraplan) build and run passed"
     ;;
 esac

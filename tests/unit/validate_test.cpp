@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "paraplan/errors.hpp"
 #include "paraplan/planner.hpp"
@@ -55,5 +56,22 @@ TEST_SUITE("validate") {
       CHECK(e.diagnostics()[0].message.find("did you mean `collective_time_us`?") != std::string::npos);
     }
     fs::remove_all(dir);
+  }
+}
+
+TEST_SUITE("docs") {
+  TEST_CASE("docs/library.md shows the example sources as they are (they are built in CI)") {
+    auto read = [](const fs::path& p) {
+      std::ifstream in(p);
+      return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    };
+    const fs::path root(PARAPLAN_SOURCE_DIR);
+    const std::string doc = read(root / "docs" / "library.md");
+    for (const char* file : {"examples/library/example.cpp", "examples/library/example.c"}) {
+      CAPTURE(file);
+      std::string src = read(root / file);
+      while (!src.empty() && src.back() == '\n') src.pop_back();
+      CHECK(doc.find(src) != std::string::npos);
+    }
   }
 }
