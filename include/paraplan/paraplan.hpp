@@ -1,6 +1,7 @@
 #pragma once
 /// The whole public API of paraplan: `#include <paraplan/paraplan.hpp>`.
 
+#include "paraplan/calibrate.hpp"
 #include "paraplan/config.hpp"
 #include "paraplan/errors.hpp"
 #include "paraplan/estimate.hpp"

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -298,6 +299,101 @@ int cmd_validate(const std::string& dir) {
   return rep.failed == 0 ? kExitOk : kExitInternal;
 }
 
+std::string today() {
+  std::time_t t = std::time(nullptr);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
+  return buf;
+}
+
+std::string stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
+
+struct CalibrateArgs {
+  std::vector<std::string> files;
+  std::string op, tier = "node", hardware, into, dtype = "bf16", name;
+  bool grouped = false;
+};
+
+paraplan::HardwareOverlay overlay_for(const CalibrateArgs& a, const paraplan::HardwareSpec& hw) {
+  paraplan::HardwareOverlay o;
+  o.base = a.hardware;
+  o.name = !a.name.empty() ? a.name : a.into.empty() ? hw.name + "-calibrated" : stem(a.into);
+  o.date = today();
+  o.tier = a.tier;
+  o.node_tier = hw.tiers.size() >= 2 ? hw.tiers[hw.tiers.size() - 2].name : "node";
+  o.cluster_tier = hw.tiers.empty() ? "cluster" : hw.tiers.back().name;
+  return o;
+}
+
+int write_overlay(const CalibrateArgs& a, const paraplan::HardwareOverlay& o) {
+  const std::string yaml = paraplan::hardware_overlay_yaml(o);
+  if (a.into.empty()) {
+    std::cout << "\n" << yaml;
+    return kExitOk;
+  }
+  // The result must load: check it before writing over anything.
+  (void)paraplan::parse_hardware(yaml, a.into,
+                                 std::filesystem::path(a.into).parent_path().string());
+  std::ofstream(a.into) << yaml;
+  std::cout << "\nwrote " << a.into << " (extends " << a.hardware << "; `paraplan check " << a.into << "`)\n";
+  return kExitOk;
+}
+
+int cmd_calibrate_collective(const CalibrateArgs& a) {
+  const paraplan::HardwareSpec hw = paraplan::load_hardware(a.hardware);
+  bool tier_found = false;
+  for (const auto& t : hw.tiers) tier_found = tier_found || t.name == a.tier;
+  if (!tier_found) {
+    std::cerr << "paraplan calibrate: " << a.hardware << " has no tier `" << a.tier << "`\n";
+    return kExitBadInput;
+  }
+  paraplan::HardwareOverlay o = overlay_for(a, hw);
+  for (const std::string& f : a.files) {
+    paraplan::CollectiveLog log = paraplan::parse_collective_log(f, a.op);
+    paraplan::CollectiveCalibration c = paraplan::calibrate_collective(log);
+    static const char* names[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv", "broadcast"};
+    std::cout << f << ": " << names[static_cast<int>(c.op)] << ", " << log.samples.size() << " sizes"
+              << (log.ranks > 0 ? ", " + std::to_string(log.ranks) + " ranks" : std::string()) << "\n"
+              << "  peak busbw " << paraplan::units::format_rate(c.peak_busbw) << "\n"
+              << "  least squares t = " << paraplan::units::format_time(c.alpha_s) << " + bytes / "
+              << paraplan::units::format_rate(c.beta_bytes_per_s) << "  (R^2 " << c.r2 << ", worst row "
+              << 100 * c.worst_relative << "%)\n";
+    o.collectives.push_back({c, f});
+  }
+  return write_overlay(a, o);
+}
+
+int cmd_calibrate_gemm(const CalibrateArgs& a) {
+  const paraplan::HardwareSpec hw = paraplan::load_hardware(a.hardware);
+  const paraplan::Dtype dtype = a.dtype == "fp8" ? paraplan::Dtype::Fp8 : paraplan::Dtype::Bf16;
+  const double peak = hw.device.peak(dtype);
+  if (peak <= 0) {
+    std::cerr << "paraplan calibrate: " << a.hardware << " has no " << a.dtype << " peak\n";
+    return kExitBadInput;
+  }
+  paraplan::HardwareOverlay o = overlay_for(a, hw);
+  o.gemm = paraplan::calibrate_gemm(a.files.front(), peak);
+  o.gemm_table = (a.grouped ? "grouped_" : "") + a.dtype;
+  o.gemm_source = a.files.front();
+  std::cout << a.files.front() << ": " << o.gemm.rows << " GEMMs against " << paraplan::units::format_flops(peak)
+            << " (" << a.dtype << "); the efficiency surface reproduces them with median error "
+            << 100 * o.gemm.median_error << "%, worst " << 100 * o.gemm.worst_error << "%\n";
+  return write_overlay(a, o);
+}
+
+int cmd_calibrate_deepep(const CalibrateArgs& a) {
+  const paraplan::HardwareSpec hw = paraplan::load_hardware(a.hardware);
+  paraplan::HardwareOverlay o = overlay_for(a, hw);
+  o.deepep = paraplan::parse_deepep_log(a.files.front());
+  o.deepep_source = a.files.front();
+  const auto& d = o.deepep;
+  std::cout << a.files.front() << ": dispatch " << paraplan::units::format_rate(d.dispatch_rdma) << " RDMA, "
+            << paraplan::units::format_rate(d.dispatch_nvl) << " NVLink; combine "
+            << paraplan::units::format_rate(d.combine_rdma) << " RDMA, " << paraplan::units::format_rate(d.combine_nvl)
+            << " NVLink\n";
+  return write_overlay(a, o);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -390,6 +486,39 @@ int main(int argc, char** argv) {
       "  paraplan rank -H h800-ib --nodes 32,64 --top 10\n"
       "  paraplan rank -s my.space.yaml --format json > ranking.json\n");
 
+  CalibrateArgs cal;
+  auto* calibrate = app.add_subcommand("calibrate", "Hardware numbers from benchmark output, with the fit shown");
+  calibrate->require_subcommand(1);
+  auto* cal_coll = calibrate->add_subcommand(
+      "collective", "nccl-tests logs or size,GB/s tables -> a tier's measured busbw and size curve");
+  cal_coll->add_option("files", cal.files, "nccl-tests output (all_reduce_perf ...) or CSV size,GB/s")->required();
+  cal_coll->add_option("--op", cal.op, "Collective, when the log does not say (all_reduce, send_recv, ...)");
+  cal_coll->add_option("--tier", cal.tier, "Tier the measurement belongs to")->capture_default_str();
+  auto* cal_gemm = calibrate->add_subcommand("gemm", "A GEMM sweep CSV (m,n,k,time_us or tflops) -> gemm_efficiency");
+  cal_gemm->add_option("file", cal.files, "CSV with a header naming m, n, k and time_us/time_ms/time_s or tflops")
+      ->required()
+      ->expected(1);
+  cal_gemm->add_option("--dtype", cal.dtype, "bf16 | fp8")->check(CLI::IsMember({"bf16", "fp8"}))->capture_default_str();
+  cal_gemm->add_flag("--grouped", cal.grouped, "Grouped (expert) GEMMs: m is tokens per expert");
+  auto* cal_deepep = calibrate->add_subcommand("deepep", "DeepEP test output -> dispatch bandwidths (all_to_all)");
+  cal_deepep->add_option("file", cal.files, "Output of DeepEP's test_intranode.py / test_internode.py")
+      ->required()
+      ->expected(1);
+  for (CLI::App* sub : {cal_coll, cal_gemm, cal_deepep}) {
+    sub->add_option("-H,--hardware", cal.hardware, "Hardware the measurements belong to (name or file)")->required();
+    sub->add_option("--into", cal.into, "Write a hardware file that extends it with the calibrated fields");
+    sub->add_option("--name", cal.name, "Name of the written hardware (default: the file's stem)");
+  }
+  calibrate->footer(
+      "Each command prints the fit and, with --into, writes a hardware file that `extends:` the\n"
+      "given one and overrides only the calibrated fields, with source and date in comments.\n"
+      "Examples:\n"
+      "  paraplan calibrate collective all_reduce_perf.log -H h100-sxm-ib --tier node --into hardware/my-h100.yaml\n"
+      "  paraplan calibrate collective sendrecv.csv --op send_recv -H br166-ubbv2 --tier cluster\n"
+      "  paraplan calibrate gemm sweep.csv --dtype bf16 -H h100-sxm-ib --into hardware/my-h100.yaml\n"
+      "  paraplan calibrate deepep test_internode.log -H h800-ib\n"
+      "GEMM sweep on your GPU: python3 bench/gemm_sweep.py > sweep.csv\n");
+
   std::string validate_dir = "validation";
   auto* validate = app.add_subcommand(
       "validate", "Predicted vs measured for the published cases; exit 1 when a case exceeds its bound");
@@ -420,6 +549,9 @@ int main(int argc, char** argv) {
     if (compare->parsed()) return cmd_compare(compare_refs, compare_format);
     if (rank->parsed()) return cmd_rank(rank_args);
     if (validate->parsed()) return cmd_validate(validate_dir);
+    if (cal_coll->parsed()) return cmd_calibrate_collective(cal);
+    if (cal_gemm->parsed()) return cmd_calibrate_gemm(cal);
+    if (cal_deepep->parsed()) return cmd_calibrate_deepep(cal);
   } catch (const paraplan::ConfigError& e) {
     print_diagnostics(e);
     return kExitBadInput;

@@ -33,12 +33,19 @@ Stage inter_stage(const HardwareSpec& hw, const EpLayout& ep, std::string name, 
   st.link = cluster_tier(hw).name;
   st.bytes = bytes;
   if (bytes <= 0) return st;
-  // The dies of a device share its NIC (and its extra links).
+  // The dies of a device share its NIC (and its extra links). A measured all-to-all figure
+  // of the cluster tier (DeepEP's RDMA bottleneck bandwidth, `paraplan calibrate deepep`) is
+  // the rate of these bytes; otherwise the NIC at its size efficiency.
   const double sharers = ep.dies ? hw.device.dies : 1;
-  st.bw = (tier_bandwidth(cluster_tier(hw), bytes * sharers) + paired_bandwidth(hw, ep.nodes, &st.link)) /
-          sharers;
-  st.time_s = bytes / st.bw + cluster_tier(hw).latency_s;
-  st.engine = cluster_tier(hw).engine;
+  const TierSpec& cluster = cluster_tier(hw);
+  const auto& measured = cluster.collective(Collective::AllToAll);
+  const double nic = measured ? measured->bus_bw_bytes_per_s * tier_bandwidth(cluster, bytes * sharers) /
+                                    cluster.bw_bytes_per_s
+                              : tier_bandwidth(cluster, bytes * sharers);
+  st.bw = (nic + paired_bandwidth(hw, ep.nodes, &st.link)) / sharers;
+  st.time_s = bytes / st.bw + cluster.latency_s;
+  st.engine = measured ? measured->engine : cluster.engine;
+  st.compute_share = measured && measured->engine == Engine::Compute ? measured->compute_share : 0.0;
   return st;
 }
 

@@ -1,0 +1,91 @@
+#pragma once
+/// Calibration: hardware numbers from benchmark output (nccl-tests, size/bandwidth tables,
+/// GEMM sweeps, DeepEP tests), with the fit quality shown, instead of hand-copied numbers.
+/// Parsers throw ConfigError with file:line:col for malformed logs.
+
+#include <string>
+#include <vector>
+
+#include "paraplan/export.hpp"
+#include "paraplan/spec.hpp"
+
+namespace paraplan {
+
+/// One row of a collective benchmark.
+struct CollectiveSample {
+  double bytes = 0;       ///< nccl-tests size
+  double time_s = 0;      ///< out-of-place time
+  double busbw = 0;       ///< bytes/s, nccl-tests bus bandwidth
+};
+
+/// A parsed collective benchmark log.
+struct CollectiveLog {
+  std::string file;
+  Collective op = Collective::AllReduce;
+  int ranks = 0;          ///< 0 = not stated in the log
+  std::vector<CollectiveSample> samples;
+};
+
+/// Parses nccl-tests output (`all_reduce_perf` ... tables: size, count, type, redop, root,
+/// time, algbw, busbw, #wrong, in-place columns) or a two-column CSV (size, GB/s; the seeds'
+/// send/recv table). `op` names the collective when the log does not (its "Collective test
+/// starting" line or its file name usually do).
+[[nodiscard]] PARAPLAN_EXPORT CollectiveLog parse_collective_log(const std::string& path,
+                                                                 const std::string& op = "");
+
+/// What a collective log says about a tier.
+struct CollectiveCalibration {
+  Collective op = Collective::AllReduce;
+  double peak_busbw = 0;          ///< bytes/s, the largest busbw measured
+  double alpha_s = 0;             ///< least-squares latency (t = alpha + bytes / beta)
+  double beta_bytes_per_s = 0;
+  double r2 = 0;
+  double worst_relative = 0;      ///< worst |fit - t| / t over the rows
+  std::vector<SizePoint> size_efficiency;  ///< busbw / peak at up to 12 log-spaced sizes
+};
+
+[[nodiscard]] PARAPLAN_EXPORT CollectiveCalibration calibrate_collective(const CollectiveLog& log);
+
+/// GEMM sweep rows (m, n, k and time or TFLOPS) turned into an efficiency table.
+struct GemmCalibration {
+  GemmTable table;                ///< every row as a point, efficiency = achieved / peak
+  int rows = 0;
+  double median_error = 0;        ///< |surface(m, n, k) - measured| / measured, median over rows
+  double worst_error = 0;
+};
+
+/// Reads a CSV with a header naming m, n, k and either time_us / time_ms / time_s or
+/// tflops (other columns are ignored); `peak` is the device's FLOP/s for the dtype.
+[[nodiscard]] PARAPLAN_EXPORT GemmCalibration calibrate_gemm(const std::string& path, double peak);
+
+/// DeepEP test output: the best dispatch / combine bandwidths it reports.
+struct DeepEpCalibration {
+  double dispatch_rdma = 0, dispatch_nvl = 0, combine_rdma = 0, combine_nvl = 0;  ///< bytes/s, 0 = absent
+};
+
+/// Parses DeepEP's test_intranode.py / test_internode.py output ("Best dispatch ...: X GB/s
+/// (RDMA), Y GB/s (NVL)" lines, "... GB/s (NVL)" for intranode).
+[[nodiscard]] PARAPLAN_EXPORT DeepEpCalibration parse_deepep_log(const std::string& path);
+
+/// What `paraplan calibrate ... --into FILE` writes: a hardware file that extends `base` and
+/// overrides only the calibrated fields (tiers merge by name), each with its source and date
+/// in a comment. The base file and its comments stay untouched.
+struct HardwareOverlay {
+  std::string base;          ///< the hardware it extends (name or path)
+  std::string name;          ///< the new hardware's name
+  std::string date;          ///< ISO date of the calibration
+  std::string tier;          ///< tier the collective figures belong to
+  std::vector<std::pair<CollectiveCalibration, std::string>> collectives;  ///< with their source file
+  bool size_curve_from_first = true;  ///< write the first collective's curve as the tier's size_efficiency
+  std::string gemm_table;    ///< "bf16", "fp8", "grouped_bf16", "grouped_fp8"; empty = none
+  GemmCalibration gemm;
+  std::string gemm_source;
+  DeepEpCalibration deepep;  ///< cluster all_to_all = dispatch RDMA, node all_to_all = NVL
+  std::string deepep_source;
+  std::string node_tier, cluster_tier;  ///< tier names for the DeepEP figures
+};
+
+/// The YAML text of an overlay.
+[[nodiscard]] PARAPLAN_EXPORT std::string hardware_overlay_yaml(const HardwareOverlay& o);
+
+}  // namespace paraplan

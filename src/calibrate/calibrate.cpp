@@ -1,0 +1,389 @@
+// Parsers and fits for benchmark output (nccl-tests, size/bandwidth CSV, GEMM sweeps, DeepEP).
+
+#include "paraplan/calibrate.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "cost/fit.hpp"
+#include "cost/gemm_efficiency.hpp"
+#include "paraplan/errors.hpp"
+#include "paraplan/units.hpp"
+#include "util/strings.hpp"
+
+namespace paraplan {
+namespace {
+
+struct Lines {
+  std::string file;
+  std::vector<std::string> lines;
+  std::vector<Diagnostic> diags;
+  void error(int line, int col, std::string msg) { diags.push_back({file, line, col, std::move(msg)}); }
+  void throw_if_any() {
+    if (!diags.empty()) throw ConfigError(diags);
+  }
+};
+
+Lines read_lines(const std::string& path) {
+  Lines l;
+  l.file = path;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    l.error(0, 0, "cannot open the file");
+    l.throw_if_any();
+  }
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    l.lines.push_back(line);
+  }
+  return l;
+}
+
+std::vector<std::string> split_ws(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string t; in >> t;) out.push_back(t);
+  return out;
+}
+
+std::vector<std::string> split_csv(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == ',') {
+      out.emplace_back(util::trim(cur));
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.emplace_back(util::trim(cur));
+  return out;
+}
+
+bool number(std::string_view t, double& v) {
+  t = util::trim(t);
+  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  return ec == std::errc() && p == t.data() + t.size() && std::isfinite(v);
+}
+
+int column_of(const std::string& line, const std::string& token) {
+  std::size_t pos = line.find(token);
+  return pos == std::string::npos ? 1 : static_cast<int>(pos) + 1;
+}
+
+bool op_from_text(const std::string& text, Collective& op) {
+  static const std::pair<const char*, Collective> names[] = {
+      {"all_reduce", Collective::AllReduce},      {"allreduce", Collective::AllReduce},
+      {"all_gather", Collective::AllGather},      {"allgather", Collective::AllGather},
+      {"reduce_scatter", Collective::ReduceScatter}, {"reducescatter", Collective::ReduceScatter},
+      {"alltoall", Collective::AllToAll},         {"all_to_all", Collective::AllToAll},
+      {"sendrecv", Collective::SendRecv},         {"send_recv", Collective::SendRecv},
+      {"broadcast", Collective::Broadcast}};
+  for (const auto& [name, c] : names) {
+    if (text.find(name) != std::string::npos) {
+      op = c;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+CollectiveLog parse_collective_log(const std::string& path, const std::string& op_name) {
+  Lines in = read_lines(path);
+  CollectiveLog log;
+  log.file = path;
+  bool op_known = !op_name.empty() && op_from_text(op_name, log.op);
+  if (!op_name.empty() && !op_known) in.error(0, 0, "unknown collective `" + op_name + "`");
+  int time_col = -1, busbw_col = -1, min_tokens = 0;
+  bool csv = false;
+  for (std::size_t i = 0; i < in.lines.size(); ++i) {
+    const std::string& line = in.lines[i];
+    const int ln = static_cast<int>(i) + 1;
+    std::string_view t = util::trim(line);
+    if (t.empty()) continue;
+    if (t.front() == '#') {
+      if (!op_known && line.find("Collective test starting") != std::string::npos) op_known = op_from_text(line, log.op);
+      if (line.find("Rank") != std::string::npos && line.find("Group") != std::string::npos) ++log.ranks;
+      auto toks = split_ws(std::string(t.substr(1)));
+      if (time_col < 0 && std::find(toks.begin(), toks.end(), "size") != toks.end() &&
+          std::find(toks.begin(), toks.end(), "busbw") != toks.end()) {
+        for (std::size_t c = 0; c < toks.size(); ++c) {
+          if (toks[c] == "time" && time_col < 0) time_col = static_cast<int>(c);
+          if (toks[c] == "busbw" && busbw_col < 0) busbw_col = static_cast<int>(c);
+        }
+        min_tokens = std::max(time_col, busbw_col) + 1;
+      }
+      continue;
+    }
+    if (time_col < 0 && (t.find(',') != std::string_view::npos || csv)) {
+      // Two-column CSV: size (bytes or with a unit), bandwidth in GB/s; a header is skipped.
+      csv = true;
+      auto f = split_csv(std::string(t));
+      double bytes = 0, gbps = 0;
+      if (f.size() < 2) {
+        in.error(ln, 1, "expected `size, GB/s`");
+        continue;
+      }
+      if (!number(f[0], bytes)) {
+        units::Parsed p = units::parse(f[0], units::Quantity::Size);
+        if (!p.ok()) {
+          if (log.samples.empty() && !number(f[1], gbps)) continue;  // a header line
+          in.error(ln, 1, "size: " + p.error);
+          continue;
+        }
+        bytes = p.value;
+      }
+      if (!number(f[1], gbps) || gbps <= 0 || bytes <= 0) {
+        in.error(ln, column_of(line, f[1]), "expected a positive bandwidth in GB/s, got `" + f[1] + "`");
+        continue;
+      }
+      log.samples.push_back({bytes, bytes / (gbps * 1e9), gbps * 1e9});
+      continue;
+    }
+    // nccl-tests data row.
+    if (time_col < 0) {
+      in.error(ln, 1, "a data row before the nccl-tests column header (`#  size  count  type ... time  algbw  busbw`)");
+      break;
+    }
+    auto toks = split_ws(line);
+    if (static_cast<int>(toks.size()) < min_tokens) {
+      in.error(ln, 1, "expected at least " + std::to_string(min_tokens) + " columns, got " + std::to_string(toks.size()));
+      continue;
+    }
+    double bytes = 0, us = 0, busbw = 0;
+    if (!number(toks[0], bytes) || bytes < 0) {
+      in.error(ln, column_of(line, toks[0]), "size `" + toks[0] + "` is not a number of bytes");
+      continue;
+    }
+    if (!number(toks[static_cast<std::size_t>(time_col)], us) || !number(toks[static_cast<std::size_t>(busbw_col)], busbw)) {
+      const std::string& bad = !number(toks[static_cast<std::size_t>(time_col)], us) ? toks[static_cast<std::size_t>(time_col)]
+                                                                                      : toks[static_cast<std::size_t>(busbw_col)];
+      in.error(ln, column_of(line, bad), "`" + bad + "` is not a number");
+      continue;
+    }
+    if (bytes > 0 && us > 0) log.samples.push_back({bytes, us * 1e-6, busbw * 1e9});
+  }
+  if (!op_known && !csv) op_known = op_from_text(path, log.op);
+  if (!op_known && csv) {
+    log.op = Collective::SendRecv;  // the seeds' table
+    op_known = op_from_text(path, log.op) || true;
+  }
+  if (!op_known) in.error(0, 0, "cannot tell which collective this log measures: name it (--op all_reduce)");
+  if (in.diags.empty() && log.samples.size() < 2) in.error(0, 0, "fewer than two measurements found");
+  in.throw_if_any();
+  std::sort(log.samples.begin(), log.samples.end(),
+            [](const CollectiveSample& a, const CollectiveSample& b) { return a.bytes < b.bytes; });
+  return log;
+}
+
+CollectiveCalibration calibrate_collective(const CollectiveLog& log) {
+  CollectiveCalibration c;
+  c.op = log.op;
+  std::vector<cost::TimedTransfer> rows;
+  for (const CollectiveSample& s : log.samples) {
+    rows.push_back({s.bytes, s.time_s});
+    c.peak_busbw = std::max(c.peak_busbw, s.busbw);
+  }
+  cost::AlphaBeta f = cost::fit_alpha_beta(rows);
+  c.alpha_s = f.alpha_s;
+  c.beta_bytes_per_s = f.beta_bytes_per_s;
+  c.r2 = f.r2;
+  c.worst_relative = f.worst_relative;
+  // busbw / peak at up to 12 sizes, evenly spaced in log2 over the range where the link
+  // moves at least 1% of its peak (below it latency rules, and the tier's latency models it).
+  std::vector<CollectiveSample> useful;
+  for (const CollectiveSample& s : log.samples) {
+    if (s.busbw >= 0.01 * c.peak_busbw) useful.push_back(s);
+  }
+  if (useful.empty()) useful = log.samples;
+  if (useful.size() <= 12) {
+    for (const CollectiveSample& s : useful) {
+      c.size_efficiency.push_back({s.bytes, std::clamp(s.busbw / c.peak_busbw, 1e-4, 1.0)});
+    }
+    return c;
+  }
+  const double lo = std::log2(useful.front().bytes), hi = std::log2(useful.back().bytes);
+  const int n = std::min<int>(12, static_cast<int>(useful.size()));
+  double last = -1;
+  for (int i = 0; i < n; ++i) {
+    const double target = n == 1 ? lo : lo + (hi - lo) * i / (n - 1);
+    const CollectiveSample* best = &useful.front();
+    for (const CollectiveSample& s : useful) {
+      if (std::fabs(std::log2(s.bytes) - target) < std::fabs(std::log2(best->bytes) - target)) best = &s;
+    }
+    if (best->bytes <= last || c.peak_busbw <= 0) continue;
+    last = best->bytes;
+    c.size_efficiency.push_back({best->bytes, std::clamp(best->busbw / c.peak_busbw, 1e-4, 1.0)});
+  }
+  return c;
+}
+
+GemmCalibration calibrate_gemm(const std::string& path, double peak) {
+  Lines in = read_lines(path);
+  GemmCalibration g;
+  int cm = -1, cn = -1, ck = -1, ct = -1, cf = -1;
+  double time_scale = 1;
+  std::vector<std::pair<GemmPoint, double>> rows;  // point, measured efficiency
+  for (std::size_t i = 0; i < in.lines.size(); ++i) {
+    const int ln = static_cast<int>(i) + 1;
+    std::string_view t = util::trim(in.lines[i]);
+    if (t.empty() || t.front() == '#') continue;
+    auto f = split_csv(std::string(t));
+    if (cm < 0) {
+      for (std::size_t c = 0; c < f.size(); ++c) {
+        std::string h = f[c];
+        std::transform(h.begin(), h.end(), h.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+        if (h == "m") cm = static_cast<int>(c);
+        if (h == "n") cn = static_cast<int>(c);
+        if (h == "k") ck = static_cast<int>(c);
+        if (h == "tflops") cf = static_cast<int>(c);
+        if (h == "time_us" || h == "time_ms" || h == "time_s") {
+          ct = static_cast<int>(c);
+          time_scale = h == "time_us" ? 1e-6 : h == "time_ms" ? 1e-3 : 1.0;
+        }
+      }
+      if (cm < 0 || cn < 0 || ck < 0 || (ct < 0 && cf < 0)) {
+        in.error(ln, 1, "the header must name m, n, k and time_us / time_ms / time_s or tflops");
+        break;
+      }
+      continue;
+    }
+    double m = 0, n = 0, k = 0, v = 0;
+    const int need = std::max({cm, cn, ck, ct, cf}) + 1;
+    if (static_cast<int>(f.size()) < need) {
+      in.error(ln, 1, "expected " + std::to_string(need) + " columns, got " + std::to_string(f.size()));
+      continue;
+    }
+    const int vc = cf >= 0 ? cf : ct;
+    if (!number(f[static_cast<std::size_t>(cm)], m) || !number(f[static_cast<std::size_t>(cn)], n) ||
+        !number(f[static_cast<std::size_t>(ck)], k) || !number(f[static_cast<std::size_t>(vc)], v) || m < 1 || n < 1 ||
+        k < 1 || v <= 0) {
+      in.error(ln, 1, "expected positive numbers for m, n, k and the measurement");
+      continue;
+    }
+    const double achieved = cf >= 0 ? v * 1e12 : 2 * m * n * k / (v * time_scale);
+    const double eff = achieved / peak;
+    if (eff > 1.0) {
+      in.error(ln, 1, "achieved " + util::fmt("%.4g", achieved / 1e12) + " TFLOPS exceeds the peak " +
+                          util::fmt("%.4g", peak / 1e12) + " TFLOPS: wrong dtype or peak?");
+      continue;
+    }
+    rows.push_back({GemmPoint{m, n, k, eff}, eff});
+  }
+  if (in.diags.empty() && rows.empty()) in.error(0, 0, "no GEMM rows found");
+  in.throw_if_any();
+  for (const auto& r : rows) g.table.points.push_back(r.first);
+  g.table.default_efficiency = rows.front().second;
+  g.rows = static_cast<int>(rows.size());
+  cost::GemmEfficiency surface(g.table);
+  std::vector<double> errors;
+  for (const auto& [p, measured] : rows) errors.push_back(std::fabs(surface.at(p.m, p.n, p.k) - measured) / measured);
+  std::sort(errors.begin(), errors.end());
+  g.median_error = errors[errors.size() / 2];
+  g.worst_error = errors.back();
+  return g;
+}
+
+DeepEpCalibration parse_deepep_log(const std::string& path) {
+  Lines in = read_lines(path);
+  DeepEpCalibration d;
+  const std::regex rdma(R"(([0-9.]+)\s*GB/s\s*\(RDMA\))"), nvl(R"(([0-9.]+)\s*GB/s\s*\(NVL\))");
+  bool any = false;
+  for (std::size_t i = 0; i < in.lines.size(); ++i) {
+    const std::string& line = in.lines[i];
+    const bool dispatch = line.find("Best dispatch") != std::string::npos;
+    const bool combine = line.find("Best combine") != std::string::npos;
+    if (!dispatch && !combine) continue;
+    std::smatch m;
+    double r = 0, v = 0;
+    if (std::regex_search(line, m, rdma)) number(m[1].str(), r);
+    if (std::regex_search(line, m, nvl)) number(m[1].str(), v);
+    if (r <= 0 && v <= 0) {
+      in.error(static_cast<int>(i) + 1, 1, "a `Best` line without `GB/s (RDMA)` or `GB/s (NVL)`");
+      continue;
+    }
+    any = true;
+    double& rr = dispatch ? d.dispatch_rdma : d.combine_rdma;
+    double& vv = dispatch ? d.dispatch_nvl : d.combine_nvl;
+    rr = std::max(rr, r * 1e9);
+    vv = std::max(vv, v * 1e9);
+  }
+  if (in.diags.empty() && !any) in.error(0, 0, "no `Best dispatch` / `Best combine` lines found");
+  in.throw_if_any();
+  return d;
+}
+
+}  // namespace paraplan
+
+namespace paraplan {
+
+std::string hardware_overlay_yaml(const HardwareOverlay& o) {
+  std::ostringstream y;
+  auto size = [](double b) { return units::format_size_binary(b); };
+  y << "# Written by `paraplan calibrate` on " << o.date << ": extends " << o.base
+    << " and overrides only the calibrated\n# fields below (tiers merge by name). Each number names its source.\n";
+  y << "extends: " << o.base << "\nname: " << o.name << "\n";
+  y << "description: " << o.base << " calibrated from measurements (" << o.date << ")\n";
+  y << "sources:\n";
+  for (const auto& [c, src] : o.collectives) y << "  - \"" << src << " (" << o.date << ")\"\n";
+  if (!o.gemm_table.empty()) y << "  - \"" << o.gemm_source << " (" << o.date << ")\"\n";
+  if (!o.deepep_source.empty()) y << "  - \"" << o.deepep_source << " (" << o.date << ")\"\n";
+  if (!o.gemm_table.empty()) {
+    y << "device:\n  gemm_efficiency:\n    " << o.gemm_table << ":\n";
+    y << "      # " << o.gemm_source << ": " << o.gemm.rows << " rows, achieved / peak; the surface reproduces them\n"
+      << "      # with median error " << util::fmt("%.2f", 100 * o.gemm.median_error) << "%, worst "
+      << util::fmt("%.2f", 100 * o.gemm.worst_error) << "%\n";
+    y << "      default: " << util::fmt("%.4g", o.gemm.table.default_efficiency) << "\n      points:\n";
+    for (const GemmPoint& p : o.gemm.table.points) {
+      y << "        - [" << util::fmt("%.0f", p.m) << ", " << util::fmt("%.0f", p.n) << ", " << util::fmt("%.0f", p.k)
+        << ", " << util::fmt("%.4g", p.efficiency) << "]\n";
+    }
+  }
+  const bool has_deepep = !o.deepep_source.empty();
+  if (!o.collectives.empty() || has_deepep) {
+    y << "network:\n  tiers:\n";
+    static const char* names[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv", "broadcast"};
+    if (!o.collectives.empty()) {
+      y << "    - name: " << o.tier << "\n      collectives:\n";
+      for (const auto& [c, src] : o.collectives) {
+        y << "        # " << src << ": peak busbw; least squares t = " << units::format_time(c.alpha_s) << " + bytes / "
+          << units::format_rate(c.beta_bytes_per_s) << " (R^2 " << util::fmt("%.4f", c.r2) << ", worst row "
+          << util::fmt("%.1f", 100 * c.worst_relative) << "%)\n";
+        y << "        " << names[static_cast<int>(c.op)] << ": {bandwidth: " << util::fmt("%.4g", c.peak_busbw / 1e9)
+          << " GB/s}\n";
+      }
+      if (o.size_curve_from_first && !o.collectives.empty()) {
+        const auto& [c, src] = o.collectives.front();
+        y << "      # busbw / peak busbw by message size, " << src << "\n      size_efficiency:\n";
+        for (const SizePoint& p : c.size_efficiency) {
+          y << "        - [" << size(p.bytes) << ", " << util::fmt("%.4g", p.efficiency) << "]\n";
+        }
+      }
+    }
+    if (has_deepep) {
+      const DeepEpCalibration& d = o.deepep;
+      auto entry = [&](const std::string& tier, double dispatch, double combine, const char* what) {
+        if (dispatch <= 0 && combine <= 0) return;
+        const double bw = dispatch > 0 && combine > 0 ? std::min(dispatch, combine) : std::max(dispatch, combine);
+        y << "    - name: " << tier << "\n      collectives:\n";
+        y << "        # " << o.deepep_source << ": DeepEP " << what << " bottleneck bandwidth, dispatch "
+          << util::fmt("%.4g", dispatch / 1e9) << " / combine " << util::fmt("%.4g", combine / 1e9)
+          << " GB/s (the lower one); SM-driven, so engine compute\n";
+        y << "        all_to_all: {bandwidth: " << util::fmt("%.4g", bw / 1e9) << " GB/s, engine: compute}\n";
+      };
+      entry(o.cluster_tier, d.dispatch_rdma, d.combine_rdma, "RDMA");
+      entry(o.node_tier, d.dispatch_nvl, d.combine_nvl, "NVLink");
+    }
+  }
+  return y.str();
+}
+
+}  // namespace paraplan
