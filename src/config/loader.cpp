@@ -586,12 +586,7 @@ const EnumNames<Metric> kMetricNames{{"step_time_s", Metric::StepTime},
                                      {"layer_backward_ms", Metric::LayerBackwardMs},
                                      {"collective_time_us", Metric::CollectiveUs},
                                      {"rdma_bandwidth_gbps", Metric::RdmaBandwidth}};
-const EnumNames<Collective> kCaseCollectives{{"all_reduce", Collective::AllReduce},
-                                             {"all_gather", Collective::AllGather},
-                                             {"reduce_scatter", Collective::ReduceScatter},
-                                             {"all_to_all", Collective::AllToAll},
-                                             {"send_recv", Collective::SendRecv},
-                                             {"broadcast", Collective::Broadcast}};
+
 
 ValidationCase read_case(const Node& root, const std::shared_ptr<const Source>& source, Diags& diags) {
   ValidationCase c;
@@ -629,7 +624,7 @@ ValidationCase read_case(const Node& root, const std::shared_ptr<const Source>& 
   if (const Node* coll = r.get("collective")) {
     c.is_collective = true;
     MapReader cr(coll, diags, "collective");
-    if (auto v = cr.enumeration("op", kCaseCollectives, Need::Required)) c.collective.op = *v;
+    if (auto v = cr.enumeration("op", kCollectiveNames, Need::Required)) c.collective.op = *v;
     if (auto v = cr.quantity("size", units::Quantity::Size, Need::Required)) c.collective.bytes = *v;
     if (auto v = cr.count("ranks", Need::Required, 1, 1 << 20)) c.collective.ranks = *v;
     if (auto v = cr.count("stride", Need::Optional, 1, 1 << 20)) c.collective.stride = *v;

@@ -5,6 +5,14 @@
 #include "config/reader.hpp"
 
 namespace paraplan::config {
+
+const EnumNames<Collective> kCollectiveNames{{"all_reduce", Collective::AllReduce},
+                                             {"all_gather", Collective::AllGather},
+                                             {"reduce_scatter", Collective::ReduceScatter},
+                                             {"all_to_all", Collective::AllToAll},
+                                             {"send_recv", Collective::SendRecv},
+                                             {"broadcast", Collective::Broadcast}};
+
 namespace {
 
 using units::Quantity;
@@ -26,12 +34,7 @@ const EnumNames<GemmKind> kGemmNames{{"bf16", GemmKind::Bf16},
                                      {"fp8", GemmKind::Fp8},
                                      {"grouped_bf16", GemmKind::GroupedBf16},
                                      {"grouped_fp8", GemmKind::GroupedFp8}};
-const EnumNames<Collective> kCollectiveNames{{"all_reduce", Collective::AllReduce},
-                                             {"all_gather", Collective::AllGather},
-                                             {"reduce_scatter", Collective::ReduceScatter},
-                                             {"all_to_all", Collective::AllToAll},
-                                             {"send_recv", Collective::SendRecv},
-                                             {"broadcast", Collective::Broadcast}};
+
 
 // A list of fixed-length rows: [[a, b, ...], ...]. Calls `row` for every well-formed row.
 template <typename F>
