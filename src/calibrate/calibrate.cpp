@@ -3,10 +3,10 @@
 #include "paraplan/calibrate.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 #include "cost/fit.hpp"
@@ -295,17 +295,26 @@ GemmCalibration calibrate_gemm(const std::string& path, double peak) {
 DeepEpCalibration parse_deepep_log(const std::string& path) {
   Lines in = read_lines(path);
   DeepEpCalibration d;
-  const std::regex rdma(R"(([0-9.]+)\s*GB/s\s*\(RDMA\))"), nvl(R"(([0-9.]+)\s*GB/s\s*\(NVL\))");
+  // The number before "GB/s (RDMA)" / "GB/s (NVL)" on a line, 0 when absent.
+  auto before = [](const std::string& line, const std::string& tag) {
+    std::size_t at = line.find(tag);
+    if (at == std::string::npos) return 0.0;
+    std::size_t end = line.rfind("GB/s", at);
+    if (end == std::string::npos) return 0.0;
+    std::size_t start = end;
+    while (start > 0 && line[start - 1] == ' ') --start;
+    std::size_t stop = start;
+    while (start > 0 && (std::isdigit(static_cast<unsigned char>(line[start - 1])) || line[start - 1] == '.')) --start;
+    double v = 0;
+    return number(std::string_view(line).substr(start, stop - start), v) ? v : 0.0;
+  };
   bool any = false;
   for (std::size_t i = 0; i < in.lines.size(); ++i) {
     const std::string& line = in.lines[i];
     const bool dispatch = line.find("Best dispatch") != std::string::npos;
     const bool combine = line.find("Best combine") != std::string::npos;
     if (!dispatch && !combine) continue;
-    std::smatch m;
-    double r = 0, v = 0;
-    if (std::regex_search(line, m, rdma)) number(m[1].str(), r);
-    if (std::regex_search(line, m, nvl)) number(m[1].str(), v);
+    const double r = before(line, "GB/s (RDMA)"), v = before(line, "GB/s (NVL)");
     if (r <= 0 && v <= 0) {
       in.error(static_cast<int>(i) + 1, 1, "a `Best` line without `GB/s (RDMA)` or `GB/s (NVL)`");
       continue;
