@@ -99,6 +99,7 @@ struct Crossing {
   int inner;        // m_{j-1}
   int sharers;      // ranks sharing one rank's link: the dies of a device above the die tier
   double fixed_bw = 0;  // a measured busbw for the whole collective up to this tier (0 = model)
+  double busy = 0;      // fraction of compute its transfers occupy (compute-engine tiers/figures)
 };
 
 // The tiers a group crosses. When an inner tier has a measured figure for `op`, the
@@ -112,7 +113,8 @@ std::vector<Crossing> crossings(const HardwareSpec& hw, const GroupSpan& g, Coll
     if (d > 1) {
       const TierSpec& t = hw.tiers[static_cast<std::size_t>(g.tier[j])];
       int sharers = (g.dies && t.name != "die") ? std::max(1, hw.device.dies) : 1;
-      out.push_back({static_cast<int>(j), &t, d, j == 0 ? 1 : g.members[j - 1], sharers});
+      out.push_back({static_cast<int>(j), &t, d, j == 0 ? 1 : g.members[j - 1], sharers, 0.0,
+                     t.engine == Engine::Compute ? 1.0 : 0.0});
     }
   }
   for (std::size_t i = out.size(); i-- > 1;) {
@@ -124,6 +126,7 @@ std::vector<Crossing> crossings(const HardwareSpec& hw, const GroupSpan& g, Coll
     merged.inner = 1;
     merged.sharers = 1;
     merged.fixed_bw = o->algbw ? o->bus_bw_bytes_per_s * bus_factor(op, m) : o->bus_bw_bytes_per_s;
+    merged.busy = o->engine == Engine::Compute ? o->compute_share : 0.0;
     std::vector<Crossing> rest(out.begin() + static_cast<std::ptrdiff_t>(i), out.end());
     out = {merged};
     out.insert(out.end(), rest.begin(), rest.end());
@@ -200,7 +203,16 @@ CollectiveCost model_time(const std::vector<Crossing>& xs, Collective op, double
     }
   }
   c.time_s = bw_term + latency;
-  c.engine = outer.tier->engine;
+  // Compute-engine stages (an SPC collective, a compute-engine tier) occupy the compute
+  // units for their share of the time; the rest runs beside compute (the seeds' SPC = sum,
+  // DMA = max rule, applied per stage).
+  double busy = 0, staged = 0;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    busy += c.tiers[i].time_s * xs[i].busy;
+    staged += c.tiers[i].time_s;
+  }
+  c.compute_share = staged > 0 ? std::min(1.0, busy / staged) : 0.0;
+  c.engine = c.compute_share > 0 ? Engine::Compute : outer.tier->engine;
   return c;
 }
 
@@ -250,7 +262,7 @@ CollectiveCost collective(const HardwareSpec& hw, Collective op, double bytes, c
     first = false;
   }
   if (first) best = model_time(xs, op, bytes, G, *fixed);  // a fixed algorithm the op does not list
-  best.compute_share = best.engine == Engine::Compute ? 1.0 : 0.0;
+
   return best;
 }
 

@@ -448,3 +448,22 @@ TEST_SUITE("cost.comm") {
     CHECK(any.layers[0].forward_s <= fixed.layers[0].forward_s);
   }
 }
+
+TEST_SUITE("cost.comm") {
+  TEST_CASE("a compute-engine figure inside a multi-tier collective charges compute for its stage only") {
+    // BR166 EP32 over the dies of two nodes: the node's SPC all-gather (engine compute) is the
+    // inner stage, the RDMA (DMA) the outer one.
+    HardwareSpec hw = load_hardware("br166-ubbv2");
+    GroupSpan g = place(hw, 32, 1, true);
+    Algorithm hier = Algorithm::Hierarchical;
+    CollectiveCost c = collective(hw, Collective::AllGather, 1e9, g, &hier);
+    REQUIRE(c.tiers.size() == 2);  // the merged in-node stage and the cluster
+    const double spc = c.tiers[0].time_s, rdma = c.tiers[1].time_s;
+    CHECK(c.engine == Engine::Compute);
+    CHECK(c.compute_share == doctest::Approx(spc / (spc + rdma)));
+    // inside one node the whole collective is the SPC figure: all of it occupies compute
+    CollectiveCost node = collective(hw, Collective::AllGather, 1e9, place(hw, 16, 1, true));
+    CHECK(node.measured);
+    CHECK(node.compute_share == 1.0);
+  }
+}
