@@ -234,6 +234,9 @@ struct Training {
   Optimizer optimizer = Optimizer::Adam;
   bool optimizer_offload = false;
   bool activation_offload = false;
+  /// Attention kernel: flash (fused, no s x s tensors) or unfused (QK^T and PV as batched
+  /// GEMMs with a softmax over the s x s scores in between, as Megatron-LM before FlashAttention).
+  bool unfused_attention = false;
 };
 
 /// MoE execution settings.
@@ -304,6 +307,7 @@ struct SearchSpace {
   std::string model;
   Choice<int> nodes, tp, pp, dp, ep, etp, vpp, cp, micro_batch, zero;
   Choice<bool> sp, ep_over_dies, optimizer_offload, activation_offload;
+  bool unfused_attention = false;  ///< training.attention: unfused
   Choice<int> global_batch;
   int seq_len = 0;
   Choice<Precision> precision;

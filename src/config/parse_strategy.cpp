@@ -190,6 +190,9 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
     choice.read(t, "optimizer", sp.optimizer, enumeration(kOptimizerNames));
     choice.read(t, "optimizer_offload", sp.optimizer_offload, boolean);
     choice.read(t, "activation_offload", sp.activation_offload, boolean);
+    if (auto v = t.enumeration("attention", EnumNames<bool>{{"flash", false}, {"unfused", true}})) {
+      sp.unfused_attention = *v;
+    }
     t.finish();
   }
   if (const Node* node = r.get("moe")) {
@@ -249,6 +252,7 @@ Strategy read_strategy(const Node& root, Diags& diags) {
   s.training.optimizer = first_or(sp.optimizer, Optimizer::Adam);
   s.training.optimizer_offload = first_or(sp.optimizer_offload, false);
   s.training.activation_offload = first_or(sp.activation_offload, false);
+  s.training.unfused_attention = sp.unfused_attention;
   s.moe.dispatch = first_or(sp.dispatch, Dispatch::AllToAll);
   s.moe.routing = first_or(sp.routing, Routing::Uniform);
   s.moe.imbalance = sp.imbalance;

@@ -297,10 +297,11 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
   if (opt.flash_attention) {
     keep(Tag::CoreAttn, T * heads, kFp32Bytes);  // log-sum-exp per query and head
   } else {
-    // softmax output (2 B), dropout mask (1 B), dropout output (2 B): 5 a s^2 b / t bytes;
-    // a rank of a context-parallel group holds s / cp queries against all s keys.
+    // softmax output (2 B), with dropout also its mask (1 B) and output (2 B): Korthikanti
+    // et al. 2022's 5 a s^2 b / t bytes, 2 a s^2 b / t without dropout; a rank of a
+    // context-parallel group holds s / cp queries against all s keys.
     const double b = s.training.micro_batch, seq = seq_of(plan);
-    keep(Tag::CoreAttn, 5.0 * b * heads * (seq / s.parallel.cp) * seq, 1.0);
+    keep(Tag::CoreAttn, (opt.dropout ? 5.0 : 2.0) * b * heads * (seq / s.parallel.cp) * seq, 1.0);
   }
   keep(Tag::AttnOut, T * heads * dv, kBf16Bytes);    // o_proj input (= flash output O)
   if (opt.dropout) keep(Tag::Dropout, Tr * h, 1.0);  // after attention
@@ -440,13 +441,15 @@ MemoryInputs memory_inputs(const Plan& plan, double expert_load) {
   MemoryInputs in;
   in.T = tok.per_device;
   in.Tr = replicated_tokens(plan, in.T);
-  in.dense_act = layer_activations(plan, false, expert_load);
+  ActivationOptions act;
+  act.flash_attention = !s.training.unfused_attention;
+  in.dense_act = layer_activations(plan, false, expert_load, act);
   in.dense_act_sum = sum(in.dense_act);
-  in.dense_extra = sum(layer_activations(plan, false, expert_load, {}, false)) - in.dense_act_sum;
+  in.dense_extra = sum(layer_activations(plan, false, expert_load, act, false)) - in.dense_act_sum;
   if (m.moe) {
-    in.moe_act = layer_activations(plan, true, expert_load);
+    in.moe_act = layer_activations(plan, true, expert_load, act);
     in.moe_act_sum = sum(in.moe_act);
-    in.moe_extra = sum(layer_activations(plan, true, expert_load, {}, false)) - in.moe_act_sum;
+    in.moe_extra = sum(layer_activations(plan, true, expert_load, act, false)) - in.moe_act_sum;
   }
   in.head_act = head_activations(plan, in.Tr);
   in.head_act_sum = sum(in.head_act);

@@ -119,21 +119,35 @@ void add_attention(const Ctx& c, std::vector<Op>& ops) {
       ops.push_back(memory("rope", Module::AttnProj, 2 * elems * kAct, 2 * elems * kAct));
     }
   }
-  // Flash attention, causal: QK^T and PV over the lower triangle. With context parallel a
-  // rank holds seq/cp queries against the whole causal context (load-balanced chunks).
-  Op core;
-  core.name = "core_attention";
-  core.kind = OpKind::Attention;
-  core.module = Module::CoreAttn;
   const double b = c.s.training.micro_batch;
   const double s = c.seq;
   const double cp = c.s.parallel.cp;
-  core.flops = b * s * s * (dqk + dv) * heads / cp;
-  core.m = s / cp;   // queries per sequence on this rank
-  core.n = s;        // keys
-  core.k = dqk;
-  core.bytes = T * (heads * dqk + kv_heads * dqk + kv_heads * dv + heads * dv) * kAct;
-  ops.push_back(core);
+  if (c.s.training.unfused_attention) {
+    // Unfused (Megatron-LM before FlashAttention): scores = QK^T and out = PV as batched GEMMs
+    // over the full s x s matrix (the causal mask is applied after), and a softmax that reads
+    // and writes the FP16/BF16 scores; its backward reads probabilities and gradients and
+    // writes one gradient. Korthikanti et al. 2022 sec. 4.1.
+    const int groups = static_cast<int>(b * heads);
+    Op scores = gemm("attention_scores", Module::CoreAttn, s / cp, s, dqk, groups);
+    Op values = gemm("attention_values", Module::CoreAttn, s / cp, dv, s, groups);
+    const double elems = b * heads * (s / cp) * s;
+    ops.push_back(scores);
+    ops.push_back(memory("softmax", Module::CoreAttn, 2 * elems * kAct, 3 * elems * kAct));
+    ops.push_back(values);
+  } else {
+    // Flash attention, causal: QK^T and PV over the lower triangle. With context parallel a
+    // rank holds seq/cp queries against the whole causal context (load-balanced chunks).
+    Op core;
+    core.name = "core_attention";
+    core.kind = OpKind::Attention;
+    core.module = Module::CoreAttn;
+    core.flops = b * s * s * (dqk + dv) * heads / cp;
+    core.m = s / cp;   // queries per sequence on this rank
+    core.n = s;        // keys
+    core.k = dqk;
+    core.bytes = T * (heads * dqk + kv_heads * dqk + kv_heads * dv + heads * dv) * kAct;
+    ops.push_back(core);
+  }
   ops.push_back(gemm("o_proj", Module::AttnProj, T, h, heads * dv));
 }
 

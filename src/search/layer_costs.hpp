@@ -28,6 +28,7 @@ struct LayerKey {
   double imbalance = 1.0;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto;
   bool overlap_tp = false;
+  bool unfused_attention = false;
 
   bool operator==(const LayerKey&) const = default;
 };

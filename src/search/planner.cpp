@@ -183,7 +183,7 @@ auto strategy_tuple(const Strategy& s) {
   return std::make_tuple(s.nodes, p.tp, p.pp, p.dp, p.ep, p.etp, p.vpp, p.cp, p.sp, s.ep_over_dies,
                          s.training.micro_batch, static_cast<int>(s.training.recompute.mode), modules,
                          s.training.zero, static_cast<int>(s.training.optimizer),
-                         s.training.optimizer_offload, s.training.activation_offload,
+                         s.training.optimizer_offload, s.training.activation_offload, s.training.unfused_attention,
                          static_cast<int>(s.training.precision), static_cast<int>(s.moe.dispatch),
                          static_cast<int>(s.moe.routing), static_cast<int>(s.schedule));
 }
@@ -347,6 +347,7 @@ std::vector<Strategy> enumerate(const HardwareSpec& hw, const ModelSpec& m, cons
                                           s.training.optimizer = opt;
                                           s.training.optimizer_offload = off;
                                           s.training.activation_offload = aoff;
+                                          s.training.unfused_attention = sp.unfused_attention;
                                           s.training.precision = prec;
                                           s.moe.dispatch = d;
                                           s.moe.routing = rt;
@@ -440,6 +441,7 @@ std::string search_key(const SearchSpace& sp, const SearchOptions& o) {
     put(k, *c);
   }
   for (const Choice<bool>* c : {&sp.sp, &sp.ep_over_dies, &sp.optimizer_offload, &sp.activation_offload}) put(k, *c);
+  k += sp.unfused_attention ? "U|" : "F|";
   put(k, sp.precision);
   put(k, sp.recompute);
   put(k, sp.optimizer);

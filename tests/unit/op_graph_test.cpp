@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "cost/memory.hpp"
 #include "model/op_graph.hpp"
 #include "paraplan/config.hpp"
 #include "paraplan/estimate.hpp"
@@ -260,5 +261,46 @@ TEST_SUITE("report.json") {
       CAPTURE(key);
       CHECK(json.find(key) != std::string::npos);
     }
+  }
+  TEST_CASE("unfused attention: full s x s QK^T and PV GEMMs, a softmax pass, s^2 activations") {
+    // GPT-3 175B at TP8 (Korthikanti et al. 2022's setting, before FlashAttention): h 12288,
+    // a 96 (12 per rank), head dim 128, s 2048, b 1.
+    Plan p;
+    p.model = load_model("gpt3-175b");
+    p.hardware = load_hardware("a100-sxm-ib");
+    p.strategy = Strategy{};
+    p.strategy.nodes = 1;
+    p.strategy.parallel.tp = 8;
+    p.strategy.training.micro_batch = 1;
+    p.strategy.training.global_batch = 8;
+    const double b = 1, s = 2048, a = 12, d = 128;
+
+    auto flash = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    p.strategy.training.unfused_attention = true;
+    auto unfused = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    const Layer& f = layer(flash, LayerKind::Dense);
+    const Layer& u = layer(unfused, LayerKind::Dense);
+
+    // QK^T: b a batched [s x d] x [d x s] products, 2 b a s^2 d FLOP; PV the same.
+    const Op& scores = op(u, "attention_scores");
+    CHECK(scores.groups == 12);
+    CHECK(scores.m == s);
+    CHECK(scores.n == s);
+    CHECK(scores.k == d);
+    CHECK(scores.flops == doctest::Approx(2 * b * a * s * s * d));
+    CHECK(op(u, "attention_values").flops == doctest::Approx(2 * b * a * s * s * d));
+    // Flash skips the masked upper triangle: half of QK^T + PV, 2 b a s^2 d in all.
+    CHECK(op(f, "core_attention").flops == doctest::Approx(2 * b * a * s * s * d));
+    // The softmax reads and writes b a s^2 BF16 scores (2 x 2 B per element).
+    CHECK(op(u, "softmax").bytes == doctest::Approx(4 * b * a * s * s));
+    // Everything outside core attention is unchanged.
+    CHECK(forward_matmul_flops(u) - forward_matmul_flops(f) == doctest::Approx(2 * b * a * s * s * d));
+
+    // Memory: the softmax output, 2 a s^2 b / t bytes (Korthikanti's 5 a s^2 b / t without the
+    // dropout mask and output), replaces flash's FP32 log-sum-exp, 4 s b a / t bytes.
+    const double act_unfused = cost::memory_inputs(p, 1.0).dense_act_sum;
+    p.strategy.training.unfused_attention = false;
+    const double act_flash = cost::memory_inputs(p, 1.0).dense_act_sum;
+    CHECK(act_unfused - act_flash == doctest::Approx(2 * a * s * s * b - 4 * s * b * a));
   }
 }
