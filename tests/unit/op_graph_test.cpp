@@ -303,4 +303,19 @@ TEST_SUITE("report.json") {
     const double act_flash = cost::memory_inputs(p, 1.0).dense_act_sum;
     CHECK(act_unfused - act_flash == doctest::Approx(2 * a * s * s * b - 4 * s * b * a));
   }
+  TEST_CASE("H100 flash attention runs at the FA3 paper's cuDNN figure, not the GEMM surface") {
+    // hardware/h100-sxm-ib.yaml: Shah et al. 2024 (arXiv 2407.08608), cuDNN forward 610 of
+    // 989 TFLOPS at seq 2k-4k, head dim 128 -> 0.62; the best-shape GEMM point is 0.803.
+    Plan p = llama_plan(8, true);
+    ComputeBreakdown b = estimate_compute(p);
+    int seen = 0;
+    for (const OpEstimate& o : b.layers.front().ops) {
+      if (o.kind != "attention" || o.phase != "forward") continue;
+      ++seen;
+      CHECK(o.efficiency == doctest::Approx(0.62));
+      // time = FLOP / (0.62 x 989 TFLOPS) + the preset's 5 us launch overhead
+      CHECK(o.time_s == doctest::Approx(o.flops / (0.62 * 989e12) + 5e-6).epsilon(1e-9));
+    }
+    CHECK(seen == 1);
+  }
 }
