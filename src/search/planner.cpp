@@ -230,7 +230,6 @@ std::vector<Strategy> enumerate(const HardwareSpec& hw, const ModelSpec& m, cons
   const int dpn = std::max(1, hw.devices_per_node());
   const bool multi_die = hw.device.dies > 1;
   const bool moe = m.moe.has_value();
-  const int seq = sp.seq_len > 0 ? sp.seq_len : m.seq_len;
   std::vector<int> nodes_auto;
   for (int n = 1; n <= hw.max_nodes(); n *= 2) nodes_auto.push_back(n);
   const auto nodes = pick(sp.nodes, nodes_auto);
@@ -263,6 +262,29 @@ std::vector<Strategy> enumerate(const HardwareSpec& hw, const ModelSpec& m, cons
                                                                  Schedule::DualPipeV});
   const auto sps = pick(sp.sp, std::vector<bool>{false, true});
 
+  // The training settings, combined once in the order the loops nested them before (micro-batch
+  // outermost, precision innermost): they do not depend on the parallel layout.
+  struct TrainingChoice {
+    int micro_batch, global_batch;
+    bool sp;
+    Recompute recompute;
+    int zero;
+    Optimizer optimizer;
+    bool optimizer_offload, activation_offload;
+    Precision precision;
+  };
+  std::vector<TrainingChoice> training_choices;
+  for (int mb : mbs)
+    for (int gb : gbs)
+      for (bool spar : sps)
+        for (const Recompute& rc : rcs)
+          for (int zero : zeros)
+            for (Optimizer opt : opts)
+              for (bool off : offs)
+                for (bool aoff : aoffs)
+                  for (Precision prec : precs)
+                    training_choices.push_back({mb, gb, spar, rc, zero, opt, off, aoff, prec});
+
   Strategy base;
   base.hardware = sp.hardware;
   base.model = sp.model;
@@ -270,6 +292,7 @@ std::vector<Strategy> enumerate(const HardwareSpec& hw, const ModelSpec& m, cons
   base.moe.imbalance = sp.imbalance;
   base.overlap = sp.overlap;
   base.collective_algorithm = sp.collective_algorithm;
+  base.training.unfused_attention = sp.unfused_attention;
 
   for (int n : nodes) {
     const int devices = n * dpn;
@@ -312,64 +335,46 @@ std::vector<Strategy> enumerate(const HardwareSpec& hw, const ModelSpec& m, cons
                     for (int v : {2, 3, 4, 6, 8}) vpp_auto.push_back(v);
                   }
                   const auto vpps = sched == Schedule::Interleaved ? pick(sp.vpp, vpp_auto) : std::vector<int>{1};
-                  for (int vpp : vpps) {
-                    for (int mb : mbs) {
-                      for (int gb : gbs) {
-                        for (bool spar : sps) {
-                          if (spar && tp == 1) continue;  // SP is a TP option
-                          for (const Recompute& rc : rcs) {
-                            for (int zero : zeros) {
-                              for (Optimizer opt : opts) {
-                                for (bool off : offs) {
-                                  for (bool aoff : aoffs) {
-                                    for (Precision prec : precs) {
-                                      for (Dispatch d : dispatches) {
-                                        // Dispatch schemes only differ when there is an EP group.
-                                        if (ep == 1 && d != dispatches.front()) continue;
-                                        for (Routing rt : routings) {
-                                          ++candidates;
-                                          Strategy s = base;
-                                          s.nodes = n;
-                                          s.parallel.tp = tp;
-                                          s.parallel.cp = cp;
-                                          s.parallel.pp = pp;
-                                          s.parallel.dp = dp;
-                                          s.parallel.ep = ep;
-                                          s.parallel.etp = etp;
-                                          s.parallel.vpp = vpp;
-                                          s.parallel.sp = spar;
-                                          s.ep_over_dies = dies;
-                                          s.schedule = sched;
-                                          s.training.micro_batch = mb;
-                                          s.training.global_batch = gb;
-                                          s.training.recompute = rc;
-                                          s.training.zero = zero;
-                                          s.training.optimizer = opt;
-                                          s.training.optimizer_offload = off;
-                                          s.training.activation_offload = aoff;
-                                          s.training.unfused_attention = sp.unfused_attention;
-                                          s.training.precision = prec;
-                                          s.moe.dispatch = d;
-                                          s.moe.routing = rt;
-                                          std::vector<RuleViolation> broken = check_rules(s, hw, m);
-                                          if (!broken.empty()) {
-                                            ++rejected.by_rule[broken.front().rule];
-                                            continue;
-                                          }
-                                          (void)seq;
-                                          out.push_back(std::move(s));
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
+                    for (int vpp : vpps) {
+                      for (const TrainingChoice& c : training_choices) {
+                        if (c.sp && tp == 1) continue;  // SP is a TP option
+                        for (Dispatch d : dispatches) {
+                          // Dispatch schemes only differ when there is an EP group.
+                          if (ep == 1 && d != dispatches.front()) continue;
+                          for (Routing rt : routings) {
+                            ++candidates;
+                            Strategy s = base;
+                            s.nodes = n;
+                            s.parallel.tp = tp;
+                            s.parallel.cp = cp;
+                            s.parallel.pp = pp;
+                            s.parallel.dp = dp;
+                            s.parallel.ep = ep;
+                            s.parallel.etp = etp;
+                            s.parallel.vpp = vpp;
+                            s.parallel.sp = c.sp;
+                            s.ep_over_dies = dies;
+                            s.schedule = sched;
+                            s.training.micro_batch = c.micro_batch;
+                            s.training.global_batch = c.global_batch;
+                            s.training.recompute = c.recompute;
+                            s.training.zero = c.zero;
+                            s.training.optimizer = c.optimizer;
+                            s.training.optimizer_offload = c.optimizer_offload;
+                            s.training.activation_offload = c.activation_offload;
+                            s.training.precision = c.precision;
+                            s.moe.dispatch = d;
+                            s.moe.routing = rt;
+                            std::vector<RuleViolation> broken = check_rules(s, hw, m);
+                            if (!broken.empty()) {
+                              ++rejected.by_rule[broken.front().rule];
+                              continue;
                             }
+                            out.push_back(std::move(s));
                           }
                         }
                       }
                     }
-                  }
                 }
               }
             }
