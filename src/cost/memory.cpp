@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <string>
 
 #include "model/op_graph.hpp"
@@ -669,29 +670,25 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
         struct Named {
           const char* name;
           double bytes;
+          const std::vector<MemoryPart>* detail;  // its parts, where the estimate keeps them
         };
-        const Named parts[] = {{"weights", w.weights},
-                               {"gradients", w.gradients},
-                               {"optimizer states", w.optimizer_states},
-                               {"activations", w.activations},
-                               {"buffers", w.buffers}};
-        const Named* largest = &parts[0];
-        for (const Named& n : parts) {
-          if (n.bytes > largest->bytes) largest = &n;
-        }
+        const Named parts[] = {{"weights", w.weights, nullptr},
+                               {"gradients", w.gradients, nullptr},
+                               {"optimizer states", w.optimizer_states, nullptr},
+                               {"activations", w.activations, &w.activation_parts},
+                               {"buffers", w.buffers, &w.buffer_parts}};
+        const Named* largest =
+            std::max_element(std::begin(parts), std::end(parts),
+                             [](const Named& a, const Named& b) { return a.bytes < b.bytes; });
         std::string reason = "stage " + std::to_string(w.stage) + " needs " + gb(w.total) +
                              " of " + units::format_size_binary(est.capacity) + " (" +
                              gb(est.capacity) + ") capacity: " + largest->name + " " +
                              gb(largest->bytes) + " are the largest part";
-        const std::vector<MemoryPart>* parts_detail = nullptr;
-        if (std::string(largest->name) == "activations") parts_detail = &w.activation_parts;
-        if (std::string(largest->name) == "buffers") parts_detail = &w.buffer_parts;
-        if (parts_detail != nullptr && !parts_detail->empty()) {
-          const MemoryPart* top = &parts_detail->front();
-          for (const MemoryPart& mp : *parts_detail) {
-            if (mp.bytes > top->bytes) top = &mp;
-          }
-          reason += " (" + top->name + " " + gb(top->bytes) + ")";
+        if (largest->detail != nullptr && !largest->detail->empty()) {
+          const MemoryPart& top = *std::max_element(
+              largest->detail->begin(), largest->detail->end(),
+              [](const MemoryPart& a, const MemoryPart& b) { return a.bytes < b.bytes; });
+          reason += " (" + top.name + " " + gb(top.bytes) + ")";
         }
         reason += "; over by " + gb(w.total - est.capacity);
         int over = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <string>
 
 #include "cost/memory.hpp"
@@ -245,19 +246,14 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const ModelCo
                         {"optimizer step", t.optimizer},
                         {"activation offload", t.offload},
                         {"queueing", t.queueing}};
-  const Term* top = &terms[0];
-  for (const Term& x : terms) {
-    if (x.v > top->v) top = &x;
-  }
+  const auto by_value = [](const Term& a, const Term& b) { return a.v < b.v; };
+  const Term* top = std::max_element(std::begin(terms), std::end(terms), by_value);
   char buf[96];
   std::snprintf(buf, sizeof buf, "%s %.0f%%", top->name, 100 * top->v / e.step_time_s);
   e.bottleneck = buf;
   if (top == &terms[0]) {
     // Name the next one too: that is what a change of strategy can attack.
-    const Term* second = &terms[1];
-    for (const Term* x = &terms[1]; x != std::end(terms); ++x) {
-      if (x->v > second->v) second = x;
-    }
+    const Term* second = std::max_element(std::begin(terms) + 1, std::end(terms), by_value);
     if (second->v > 0.05 * e.step_time_s) {
       std::snprintf(buf, sizeof buf, "compute %.0f%%, then %s %.0f%%", 100 * top->v / e.step_time_s,
                     second->name, 100 * second->v / e.step_time_s);
