@@ -187,6 +187,12 @@ struct ModelSpec {
   FfnSpec ffn;
   std::optional<MoeSpec> moe;
   int mtp_depth = 0;
+  /// Dropout probabilities (Megatron-LM --attention-dropout / --hidden-dropout). Only
+  /// whether they are non-zero matters to cost: on the attention probabilities (unfused
+  /// attention: a pass over the s x s matrix and a 1-byte mask) and on the attention and
+  /// MLP outputs (a 1-byte mask in the fused bias-dropout-add). Default 0 (modern LLMs).
+  double attention_dropout = 0;
+  double hidden_dropout = 0;
 };
 
 // ---------------------------------------------------------------------------------------

@@ -133,6 +133,8 @@ ModelSpec read_model(const Node& root, Diags& diags) {
   }
   m.moe = read_moe(r, m.layers, diags);
   if (auto v = r.count("mtp_depth", Need::Optional, 0, 64)) m.mtp_depth = *v;
+  if (auto v = r.number("attention_dropout", 0.0, 0.99)) m.attention_dropout = *v;
+  if (auto v = r.number("hidden_dropout", 0.0, 0.99)) m.hidden_dropout = *v;
   r.finish();
   return m;
 }

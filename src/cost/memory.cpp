@@ -21,7 +21,7 @@ enum class Tag {
   AttnQkv,        // MHA/GQA q, k, v
   CoreAttn,       // flash: FP32 log-sum-exp; otherwise the s x s softmax, mask, dropout output
   AttnOut,        // attention output = o_proj input
-  Dropout,        // 1-byte dropout masks (Korthikanti's model only)
+  Dropout,        // 1-byte hidden-dropout masks (Korthikanti et al. 2022; GPT-3-era models)
   Mlp,            // dense MLP fc1 (gate/up) output
   MlpAct,         // dense MLP activation output = fc2 input
   Router,         // FP32 router scores and the routing map
@@ -302,10 +302,10 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
     // et al. 2022's 5 a s^2 b / t bytes, 2 a s^2 b / t without dropout; a rank of a
     // context-parallel group holds s / cp queries against all s keys.
     const double b = s.training.micro_batch, seq = seq_of(plan);
-    keep(Tag::CoreAttn, (opt.dropout ? 5.0 : 2.0) * b * heads * (seq / s.parallel.cp) * seq, 1.0);
+    keep(Tag::CoreAttn, (opt.attention_dropout ? 5.0 : 2.0) * b * heads * (seq / s.parallel.cp) * seq, 1.0);
   }
   keep(Tag::AttnOut, T * heads * dv, kBf16Bytes);    // o_proj input (= flash output O)
-  if (opt.dropout) keep(Tag::Dropout, Tr * h, 1.0);  // after attention
+  if (opt.hidden_dropout) keep(Tag::Dropout, Tr * h, 1.0);  // after attention
 
   if (!moe_layer) {
     const double f = m.ffn.intermediate / t;
@@ -326,7 +326,7 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
       keep(Tag::Shared, T * (swiglu ? 3 : 2) * fs, kBf16Bytes);
     }
   }
-  if (opt.dropout) keep(Tag::Dropout, Tr * h, 1.0);  // after the MLP
+  if (opt.hidden_dropout) keep(Tag::Dropout, Tr * h, 1.0);  // after the MLP
 
   std::vector<MemoryPart> parts;
   const Recompute& rc = s.training.recompute;
@@ -444,6 +444,8 @@ MemoryInputs memory_inputs(const Plan& plan, double expert_load) {
   in.Tr = replicated_tokens(plan, in.T);
   ActivationOptions act;
   act.flash_attention = !s.training.unfused_attention;
+  act.attention_dropout = m.attention_dropout > 0;
+  act.hidden_dropout = m.hidden_dropout > 0;
   in.dense_act = layer_activations(plan, false, expert_load, act);
   in.dense_act_sum = sum(in.dense_act);
   in.dense_extra = sum(layer_activations(plan, false, expert_load, act, false)) - in.dense_act_sum;

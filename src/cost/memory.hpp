@@ -27,9 +27,12 @@ struct ActivationOptions {
   /// and the FP32 log-sum-exp per query and head. false = Korthikanti et al. 2022's
   /// 5 a s^2 b bytes (softmax output 2, dropout mask 1, dropout output 2).
   bool flash_attention = true;
-  /// Dropout after attention and MLP, 1-byte masks (Korthikanti et al. 2022's model);
-  /// modern LLM pre-training (DeepSeek-V3, Llama 3) uses none.
-  bool dropout = false;
+  /// Dropout on the attention probabilities (without flash attention: a 1-byte mask and
+  /// the dropped output per score) and after attention and MLP (1-byte masks), as in
+  /// Korthikanti et al. 2022's model; modern LLM pre-training (DeepSeek-V3, Llama 3) uses
+  /// none. The model's attention_dropout / hidden_dropout set them.
+  bool attention_dropout = false;
+  bool hidden_dropout = false;
 };
 
 /// One micro-batch through one transformer layer on one device (card), bytes by module,

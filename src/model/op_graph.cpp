@@ -133,6 +133,12 @@ void add_attention(const Ctx& c, std::vector<Op>& ops) {
     const double elems = b * heads * (s / cp) * s;
     ops.push_back(scores);
     ops.push_back(memory("softmax", Module::CoreAttn, 2 * elems * kAct, 3 * elems * kAct));
+    if (c.m.attention_dropout > 0) {
+      // Dropout on the probabilities (Megatron-LM's attention_dropout): reads them, writes
+      // the output and a 1-byte mask; backward reads the gradient and the mask, writes one.
+      ops.push_back(memory("attention_dropout", Module::CoreAttn, elems * (2 * kAct + 1),
+                           elems * (2 * kAct + 1)));
+    }
     ops.push_back(values);
   } else {
     // Flash attention, causal: QK^T and PV over the lower triangle. With context parallel a
@@ -169,12 +175,21 @@ void add_ffn(const Ctx& c, std::vector<Op>& ops, const std::string& prefix, Modu
   }
 }
 
+// Residual add after attention or the MLP: reads both inputs, writes the sum; backward
+// passes the gradient to both. With hidden dropout it is Megatron-LM's fused
+// bias-dropout-add, which also writes a 1-byte mask (read again in backward).
+Op residual_add(const Ctx& c) {
+  const double elems = c.t_sp * c.m.hidden;
+  const double mask = c.m.hidden_dropout > 0 ? 1.0 : 0.0;
+  return memory("residual_add", Module::Other, elems * (3 * kAct + mask), elems * (3 * kAct + mask));
+}
+
 void add_transformer_layer(const Ctx& c, std::vector<Op>& ops, bool moe, const std::string& prefix) {
   const double h = c.m.hidden;
   std::size_t first = ops.size();
   ops.push_back(norm(c, "input_norm", c.t_sp, h));
   add_attention(c, ops);
-  ops.push_back(memory("residual_add", Module::Other, 3 * c.t_sp * h * kAct, 3 * c.t_sp * h * kAct));
+  ops.push_back(residual_add(c));
   ops.push_back(norm(c, "post_attention_norm", c.t_sp, h));
   if (!moe) {
     add_ffn(c, ops, "", Module::Mlp, Module::Mlp, c.tok.per_device, c.m.ffn.intermediate / c.t, 1,
@@ -208,7 +223,7 @@ void add_transformer_layer(const Ctx& c, std::vector<Op>& ops, bool moe, const s
               static_cast<double>(e.shared_experts) * e.shared_expert_intermediate / c.t, 1, false);
     }
   }
-  ops.push_back(memory("residual_add", Module::Other, 3 * c.t_sp * h * kAct, 3 * c.t_sp * h * kAct));
+  ops.push_back(residual_add(c));
   for (std::size_t i = first; i < ops.size(); ++i) ops[i].name = prefix + ops[i].name;
 }
 

@@ -51,7 +51,7 @@ Plan gpt3(int tp, bool sp) {
   return make_plan("gpt3-175b", "a100-sxm-ib", tp, 1, 8 / tp, 1, 64, sp);
 }
 
-const ActivationOptions kPaper{false, true};  // no flash attention, dropout masks
+const ActivationOptions kPaper{false, true, true};  // no flash attention, dropout masks
 
 double layer_bytes(const Plan& p, const ActivationOptions& opt = {}, bool moe = false) {
   return cost::sum(cost::layer_activations(p, moe, 1.0, opt));

@@ -303,6 +303,47 @@ TEST_SUITE("report.json") {
     const double act_flash = cost::memory_inputs(p, 1.0).dense_act_sum;
     CHECK(act_unfused - act_flash == doctest::Approx(2 * a * s * s * b - 4 * s * b * a));
   }
+  TEST_CASE("dropout: a pass over the s x s probabilities, 1-byte masks in memory and time") {
+    // GPT-3 175B at TP8 with Megatron-LM's default dropout 0.1 (arguments.py
+    // --attention-dropout / --hidden-dropout): h 12288, a 96 (12 per rank), s 2048, b 1.
+    Plan p;
+    p.model = load_model("gpt3-175b");
+    p.hardware = load_hardware("a100-sxm-ib");
+    p.strategy = Strategy{};
+    p.strategy.nodes = 1;
+    p.strategy.parallel.tp = 8;
+    p.strategy.training.micro_batch = 1;
+    p.strategy.training.global_batch = 8;
+    p.strategy.training.unfused_attention = true;
+    const double b = 1, s = 2048, a = 12, h = 12288;
+    const double plain_act = cost::memory_inputs(p, 1.0).dense_act_sum;
+    auto plain = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    p.model.attention_dropout = 0.1;
+    p.model.hidden_dropout = 0.1;
+    auto dropped = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    const Layer& d = layer(dropped, LayerKind::Dense);
+
+    // Attention dropout reads the BF16 probabilities and writes the output (2 + 2 B) and a
+    // 1-byte mask: 5 B per score, b a s^2 scores; backward reads dY and the mask, writes dX.
+    CHECK(op(d, "attention_dropout").bytes == doctest::Approx(5 * b * a * s * s));
+    CHECK(op(d, "attention_dropout.bwd", Phase::InputGrad).bytes ==
+          doctest::Approx(5 * b * a * s * s));
+    // Hidden dropout: the residual add (read 2 inputs, write 1, 2 B each, s b h elements
+    // without SP) also writes a 1-byte mask.
+    CHECK(op(d, "residual_add").bytes == doctest::Approx(7 * s * b * h));
+    CHECK(op(layer(plain, LayerKind::Dense), "residual_add").bytes == doctest::Approx(6 * s * b * h));
+
+    // Memory: Korthikanti et al. 2022's 34 s b h / t + 5 a s^2 b / t keeps, over the no-dropout
+    // layer, the mask and dropped output per score (3 a s^2 b / t, a already per rank) and two
+    // hidden masks of s b h bytes each (replicated without SP).
+    const double act = cost::memory_inputs(p, 1.0).dense_act_sum;
+    CHECK(act - plain_act == doctest::Approx(3 * a * s * s * b + 2 * s * b * h));
+
+    // With flash attention, dropout is inside the kernel: no s x s pass and no s^2 memory.
+    p.strategy.training.unfused_attention = false;
+    auto flash = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    for (const Op& o : layer(flash, LayerKind::Dense).ops) CHECK(o.name.find("attention_dropout") == std::string::npos);
+  }
   TEST_CASE("H100 flash attention runs at the FA3 paper's cuDNN figure, not the GEMM surface") {
     // hardware/h100-sxm-ib.yaml: Shah et al. 2024 (arXiv 2407.08608), cuDNN forward 610 of
     // 989 TFLOPS at seq 2k-4k, head dim 128 -> 0.62; the best-shape GEMM point is 0.803.
