@@ -47,7 +47,7 @@ struct CommStageEstimate {
 
 /// One communication op of one layer for one micro-batch on one rank.
 struct CommOpEstimate {
-  std::string name;        ///< e.g. "ep_dispatch", "tp_all_gather", "cp_kv_exchange"
+  std::string name;        ///< e.g. "ep_dispatch", "attention.tp_all_gather", "cp_kv_all_gather"
   std::string phase;       ///< forward | backward
   std::string group;       ///< tp | cp | ep | dp | pp
   std::string algorithm;   ///< scheme or collective algorithm

@@ -61,9 +61,7 @@ CommBreakdown estimate_comm(const Plan& plan) {
   const double h = m.hidden;
   const double act_bytes = tok.per_device * h * 2;  // one micro-batch's hidden states, BF16
 
-  // TP: per transformer block two collectives forward (after attention and after the MLP)
-  // and two backward. With SP: all-gather before, reduce-scatter after each block
-  // (Korthikanti et al. 2022); without: an all-reduce after each.
+  // TP (Korthikanti et al. 2022): see the blocks below.
   // The strategy may fix the algorithm of TP / CP collectives; otherwise the fastest.
   cost::Algorithm fixed_algo = cost::Algorithm::Ring;
   const cost::Algorithm* fixed = nullptr;
@@ -74,23 +72,42 @@ CommBreakdown estimate_comm(const Plan& plan) {
     case CollectiveAlgorithm::HalvingDoubling: fixed_algo = cost::Algorithm::HalvingDoubling; fixed = &fixed_algo; break;
     case CollectiveAlgorithm::Tree: fixed_algo = cost::Algorithm::Tree; fixed = &fixed_algo; break;
   }
-  std::vector<CommOpEstimate> tp_ops;
+  // One pair of TP collectives per tensor-parallel block, forward and backward: with SP an
+  // all-gather before the block and a reduce-scatter after it (the backward mirrors them),
+  // without SP an all-reduce after it (forward) and one of the input gradient (backward).
+  std::vector<CommOpEstimate> tp_block;
   if (p.tp > 1) {
     cost::GroupSpan g = cost::place(hw, p.tp, 1, false);
     const bool sp = p.sp || m.moe.has_value();
     if (sp) {
       auto ag = cost::collective(hw, Collective::AllGather, act_bytes, g, fixed);
       auto rs = cost::collective(hw, Collective::ReduceScatter, act_bytes, g, fixed);
-      tp_ops.push_back(from_collective("tp_all_gather", "forward", "tp", ag));
-      tp_ops.push_back(from_collective("tp_reduce_scatter", "forward", "tp", rs));
-      tp_ops.push_back(from_collective("tp_all_gather", "backward", "tp", ag));
-      tp_ops.push_back(from_collective("tp_reduce_scatter", "backward", "tp", rs));
+      tp_block.push_back(from_collective("tp_all_gather", "forward", "tp", ag));
+      tp_block.push_back(from_collective("tp_reduce_scatter", "forward", "tp", rs));
+      tp_block.push_back(from_collective("tp_all_gather", "backward", "tp", ag));
+      tp_block.push_back(from_collective("tp_reduce_scatter", "backward", "tp", rs));
     } else {
       auto ar = cost::collective(hw, Collective::AllReduce, act_bytes, g, fixed);
-      tp_ops.push_back(from_collective("tp_all_reduce", "forward", "tp", ar));
-      tp_ops.push_back(from_collective("tp_all_reduce", "backward", "tp", ar));
+      tp_block.push_back(from_collective("tp_all_reduce", "forward", "tp", ar));
+      tp_block.push_back(from_collective("tp_all_reduce", "backward", "tp", ar));
     }
   }
+  // The TP blocks of a layer (Megatron-LM): attention, and the MLP of a dense layer or the
+  // shared experts of a MoE layer (Megatron-Core's SharedExpertMLP gathers its own input);
+  // routed experts move tokens through the EP exchange instead.
+  auto tp_ops_of = [&](bool moe) {
+    std::vector<CommOpEstimate> ops;
+    auto add_block = [&](const char* block) {
+      for (CommOpEstimate op : tp_block) {
+        op.name = std::string(block) + "." + op.name;
+        ops.push_back(std::move(op));
+      }
+    };
+    add_block("attention");
+    if (!moe) add_block("mlp");
+    if (moe && m.moe->shared_experts > 0) add_block("shared_experts");
+    return ops;
+  };
   // CP: every rank gathers the keys and values of the other cp - 1 chunks (ring attention),
   // forward; backward gathers them again and reduce-scatters their gradients.
   std::vector<CommOpEstimate> cp_ops;
@@ -146,7 +163,8 @@ CommBreakdown estimate_comm(const Plan& plan) {
   auto layer = [&](const char* kind, bool moe) {
     LayerComm l;
     l.kind = kind;
-    for (const auto* ops : {&tp_ops, &cp_ops}) l.ops.insert(l.ops.end(), ops->begin(), ops->end());
+    l.ops = tp_ops_of(moe);
+    l.ops.insert(l.ops.end(), cp_ops.begin(), cp_ops.end());
     if (moe) l.ops.insert(l.ops.end(), ep_ops.begin(), ep_ops.end());
     for (const CommOpEstimate& op : l.ops) {
       (op.phase == "forward" ? l.forward_s : l.backward_s) += op.time_s;

@@ -467,3 +467,51 @@ TEST_SUITE("cost.comm") {
     CHECK(node.compute_share == 1.0);
   }
 }
+
+TEST_SUITE("cost.comm") {
+  TEST_CASE("TP collectives: one pair per tensor-parallel block (attention, MLP or shared experts)") {
+    // Korthikanti et al. 2022 sec. 4.2.2: without SP a transformer layer has two all-reduces
+    // forward (after attention and after the MLP) and two backward; with SP each becomes an
+    // all-gather before and a reduce-scatter after its block.
+    // GPT-3 175B at TP8 on one DGX A100, s 2048, b 1: each collective moves the layer's
+    // hidden states, 2048 x 12288 x 2 B.
+    const char* yaml =
+        "hardware: a100-sxm-ib\nmodel: gpt3-175b\nnodes: 1\n"
+        "parallel: {tp: 8}\n"
+        "training: {micro_batch: 1, global_batch: 1}\n";
+    Plan plan = parse_plan(yaml, "tp.yaml");
+    const double S = 2048.0 * 12288 * 2;
+    HardwareSpec& hw = plan.hardware;
+    CollectiveCost ar = collective(hw, Collective::AllReduce, S, place(hw, 8, 1, false));
+    // a100-sxm-ib.yaml: node all_reduce busbw 235 GB/s -> 2 (7/8) S / busbw + latency
+    CHECK(ar.time_s == doctest::Approx(2.0 * 7 / 8 * S / 235e9 + hw.tiers[0].latency_s));
+    CommBreakdown c = estimate_comm(plan);
+    REQUIRE(c.layers.size() == 1);
+    int forward = 0, backward = 0;
+    for (const CommOpEstimate& op : c.layers[0].ops) (op.phase == "forward" ? forward : backward)++;
+    CHECK(forward == 2);
+    CHECK(backward == 2);
+    CHECK(c.layers[0].forward_s == doctest::Approx(2 * ar.time_s));
+    CHECK(c.layers[0].backward_s == doctest::Approx(2 * ar.time_s));
+
+    plan.strategy.parallel.sp = true;
+    CommBreakdown sp = estimate_comm(plan);
+    CollectiveCost ag = collective(hw, Collective::AllGather, S, place(hw, 8, 1, false));
+    CollectiveCost rs = collective(hw, Collective::ReduceScatter, S, place(hw, 8, 1, false));
+    CHECK(sp.layers[0].ops.size() == 8);
+    CHECK(sp.layers[0].forward_s == doctest::Approx(2 * (ag.time_s + rs.time_s)));
+
+    // DeepSeek-V3 at TP2: a MoE layer has the attention pair and the shared expert's pair
+    // (Megatron-Core SharedExpertMLP); routed experts use the EP exchange.
+    Plan moe = load_plan("br166-ep32-32n-mb1");
+    moe.strategy.parallel.tp = 2;
+    moe.strategy.parallel.dp /= 2;
+    CommBreakdown mc = estimate_comm(moe);
+    for (const LayerComm& l : mc.layers) {
+      int tp = 0;
+      for (const CommOpEstimate& op : l.ops) tp += op.group == "tp";
+      CAPTURE(l.kind);
+      CHECK(tp == 8);  // dense layers: attention + MLP; MoE: attention + shared experts
+    }
+  }
+}
