@@ -262,6 +262,9 @@ TEST_SUITE("report.json") {
       CHECK(json.find(key) != std::string::npos);
     }
   }
+}
+
+TEST_SUITE("model.op_graph") {
   TEST_CASE("unfused attention: full s x s QK^T and PV GEMMs, a softmax pass, s^2 activations") {
     // GPT-3 175B at TP8 (Korthikanti et al. 2022's setting, before FlashAttention): h 12288,
     // a 96 (12 per rank), head dim 128, s 2048, b 1.
@@ -343,6 +346,52 @@ TEST_SUITE("report.json") {
     p.strategy.training.unfused_attention = false;
     auto flash = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
     for (const Op& o : layer(flash, LayerKind::Dense).ops) CHECK(o.name.find("attention_dropout") == std::string::npos);
+  }
+  TEST_CASE("FP8: each FP8 GEMM input and output gradient is quantized, 4 B per element") {
+    // Read BF16 (2 B), write FP8 row-wise and column-wise (1 + 1 B): TE's cast_transpose.
+    // Llama 3 70B at TP8 with SP, 8192 tokens, h 8192; QKV n = (8 + 2 x 1) x 128 = 1280.
+    Plan p = llama_plan(8, true);
+    p.strategy.training.precision = Precision::Fp8;
+    auto layers = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    const Layer& d = layer(layers, LayerKind::Dense);
+    const double T = 8192, h = 8192, f = 28672.0 / 8;
+    CHECK(op(d, "qkv_proj.fp8_cast").bytes == doctest::Approx(4 * T * h));
+    CHECK(op(d, "qkv_proj.fp8_cast.bwd", Phase::InputGrad).bytes == doctest::Approx(4 * T * 1280));
+    CHECK(op(d, "down_proj.fp8_cast").bytes == doctest::Approx(4 * T * f));
+    CHECK(op(d, "down_proj.fp8_cast.bwd", Phase::InputGrad).bytes == doctest::Approx(4 * T * h));
+    // The output head stays BF16: no cast; BF16 training and GPUs without FP8 have none.
+    for (const Op& o : layer(layers, LayerKind::Head).ops) CHECK(o.name.find("fp8_cast") == std::string::npos);
+    auto count_casts = [](const std::vector<Layer>& ls) {
+      int n = 0;
+      for (const Layer& l : ls) {
+        for (const Op& o : l.ops) n += o.name.find("fp8_cast") != std::string::npos;
+      }
+      return n;
+    };
+    CHECK(count_casts(layers) == 8);  // 4 GEMMs x (forward + backward)
+    p.strategy.training.precision = Precision::Bf16;
+    CHECK(count_casts(model::build_layers(p.model, p.strategy, p.hardware, 1.0)) == 0);
+    p.strategy.training.precision = Precision::Fp8;
+    p.hardware = load_hardware("a100-sxm-ib");  // no FP8 peak: the GEMMs run in BF16
+    CHECK(count_casts(model::build_layers(p.model, p.strategy, p.hardware, 1.0)) == 0);
+
+    // MoE: the tokens a rank routes are quantized once before the FP8 dispatch, not per copy.
+    // DeepSeek-V3 on H800, TP1 EP8 on one node, mb1 x 4096 tokens: the experts' up-projection
+    // cast reads 4096 x 7168 elements while the GEMM sees 8 routed copies of each token.
+    Plan moe;
+    moe.model = load_model("deepseek-v3");
+    moe.hardware = load_hardware("h800-ib");
+    moe.strategy.nodes = 1;
+    moe.strategy.parallel.ep = 8;
+    moe.strategy.parallel.dp = 8;
+    moe.strategy.training.precision = Precision::Fp8;
+    moe.strategy.moe.routing = Routing::Balanced;
+    auto ml = model::build_layers(moe.model, moe.strategy, moe.hardware, 1.0);
+    const Layer& m = layer(ml, LayerKind::Moe);
+    const Op& up = op(m, "experts.gate_up_proj");
+    CHECK(up.m * up.groups == doctest::Approx(4096.0 * 8));  // balanced: 8 copies per token
+    CHECK(op(m, "experts.gate_up_proj.fp8_cast").bytes == doctest::Approx(4 * 4096.0 * 7168));
+    CHECK(op(m, "shared_experts.gate_up_proj.fp8_cast").bytes == doctest::Approx(4 * 4096.0 * 7168));
   }
   TEST_CASE("H100 flash attention runs at the FA3 paper's cuDNN figure, not the GEMM surface") {
     // hardware/h100-sxm-ib.yaml: Shah et al. 2024 (arXiv 2407.08608), cuDNN forward 610 of
