@@ -263,6 +263,13 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
   const double heads = a.heads / t;
   const double dqk = model::qk_head_dim(m), dv = model::v_head_dim(m);
   const bool swiglu = m.ffn.kind == FfnKind::Swiglu;
+  // FP8 training keeps the quantized (column-wise) copy of each FP8 GEMM's input for its
+  // weight gradient, 1 B per element, instead of the BF16 input (Transformer Engine's FP8
+  // Linear; DeepSeek-V3 sec. 3.3.3 caches activations in FP8). Inputs other ops also need
+  // in backward stay BF16: norm inputs, SwiGLU inputs, q/k/v, the attention output O (the
+  // flash backward reads it, so O is kept in BF16 beside its FP8 copy).
+  const bool fp8 = s.training.precision == Precision::Fp8 && plan.hardware.device.peak(Dtype::Fp8) > 0;
+  const double gemm_in = fp8 ? 1.0 : kBf16Bytes;
 
   struct Stored {
     Tag tag;
@@ -277,17 +284,17 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
   // after it keep its output (QKV input 2sbh, MLP input 2sbh). With SP all of them are the
   // sequence shard (the gathered input is re-gathered in backward).
   keep(Tag::NormInput, 2 * Tr * h, kBf16Bytes);
-  keep(Tag::NormOutput, 2 * Tr * h, kBf16Bytes);
+  keep(Tag::NormOutput, 2 * Tr * h, gemm_in);
 
   if (a.kind == AttentionKind::Mla) {
     // DeepSeek-V2 MLA: q_a and kv_a project the SP shard; q_b / kv_b are column-parallel.
     if (a.q_lora_rank > 0) {
       keep(Tag::MlaCompressed, Tr * a.q_lora_rank, kBf16Bytes);  // q_a out = q norm input
-      keep(Tag::MlaUp, Tr * a.q_lora_rank, kBf16Bytes);          // q norm out = q_b input
+      keep(Tag::MlaUp, Tr * a.q_lora_rank, gemm_in);             // q norm out = q_b input
     }
     keep(Tag::MlaCompressed, Tr * (a.kv_lora_rank + a.qk_rope_head_dim),
          kBf16Bytes);                                          // c_kv, k_rope
-    keep(Tag::MlaUp, Tr * a.kv_lora_rank, kBf16Bytes);         // kv norm out = kv_b input
+    keep(Tag::MlaUp, Tr * a.kv_lora_rank, gemm_in);            // kv norm out = kv_b input
     keep(Tag::MlaUp, T * heads * (2 * dqk + dv), kBf16Bytes);  // q, k (nope + rope), v
   } else {
     // Q and K (4sbh/t) and V (2sbh/t) for MHA; GQA keeps its kv heads (one per rank when
@@ -304,26 +311,28 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
     const double b = s.training.micro_batch, seq = seq_of(plan);
     keep(Tag::CoreAttn, (opt.attention_dropout ? 5.0 : 2.0) * b * heads * (seq / s.parallel.cp) * seq, 1.0);
   }
-  keep(Tag::AttnOut, T * heads * dv, kBf16Bytes);    // o_proj input (= flash output O)
+  // o_proj input (= flash output O); with FP8 also its FP8 copy
+  keep(Tag::AttnOut, T * heads * dv, fp8 ? kBf16Bytes + 1.0 : kBf16Bytes);
   if (opt.hidden_dropout) keep(Tag::Dropout, Tr * h, 1.0);  // after attention
 
   if (!moe_layer) {
     const double f = m.ffn.intermediate / t;
     keep(Tag::Mlp, T * (swiglu ? 2 : 1) * f, kBf16Bytes);  // gate+up, or GeLU input (8sbh/t)
-    keep(Tag::MlpAct, T * f, kBf16Bytes);                  // fc2 input (GeLU: 8sbh/t)
+    keep(Tag::MlpAct, T * f, gemm_in);                     // fc2 input (GeLU: 8sbh/t)
   } else if (m.moe) {
     const MoeSpec& e = *m.moe;
     keep(Tag::Router, Tr * e.routed_experts, kFp32Bytes + 1.0);  // FP32 scores + bool map
     // The slowest rank's routed copies; a card holds all its dies' ranks.
     const double copies = tok.per_expert_slowest * tok.experts_per_rank * dies_per_rank_group(plan);
     const double fe = static_cast<double>(e.expert_intermediate) / s.parallel.etp;
-    keep(Tag::Dispatched, copies * h, kBf16Bytes);
+    keep(Tag::Dispatched, copies * h, gemm_in);  // FP8 dispatch delivers FP8 tokens
     keep(Tag::ExpertFc1, copies * (swiglu ? 2 : 1) * fe, kBf16Bytes);
-    keep(Tag::ExpertAct, copies * fe, kBf16Bytes);
+    keep(Tag::ExpertAct, copies * fe, gemm_in);
     keep(Tag::ExpertOut, copies * h, kBf16Bytes);
     if (e.shared_experts > 0) {
       const double fs = static_cast<double>(e.shared_experts) * e.shared_expert_intermediate / t;
-      keep(Tag::Shared, T * (swiglu ? 3 : 2) * fs, kBf16Bytes);
+      keep(Tag::Shared, T * (swiglu ? 2 : 1) * fs, kBf16Bytes);  // fc1 output
+      keep(Tag::Shared, T * fs, gemm_in);                         // activation = fc2 input
     }
   }
   if (opt.hidden_dropout) keep(Tag::Dropout, Tr * h, 1.0);  // after the MLP

@@ -463,6 +463,21 @@ TEST_SUITE("cost.memory") {
     p.hardware.device.memory_bytes = worst(e).total * 0.99;
     CHECK_FALSE(estimate_memory(p).feasible);
   }
+  TEST_CASE("FP8: GEMM inputs kept for the weight gradient are the 1-byte FP8 copies") {
+    // Llama 3 70B at TP8 + SP on H100, s 8192, b 1: T = 8192 tokens, Tr = T / 8, h 8192,
+    // f / t = 28672 / 8, a' = 64 / 8 heads of d 128. FP8 stores the QKV and fc1 inputs (the
+    // two norm outputs, 2 Tr h) and the fc2 input (T f / t) in 1 B instead of 2, and keeps an
+    // FP8 copy of the attention output beside the BF16 O the flash backward needs (+T a' d).
+    Plan p = make_plan("llama3-70b", "h100-sxm-ib", 8, 1, 1, 1, 1, true);
+    const double T = 8192, Tr = T / 8, h = 8192, f = 28672.0 / 8, ad = 8 * 128;
+    const double bf16 = layer_bytes(p);
+    p.strategy.training.precision = Precision::Fp8;
+    const double fp8 = layer_bytes(p);
+    CHECK(bf16 - fp8 == doctest::Approx(2 * Tr * h + T * f - T * ad));
+    // A GPU without FP8 runs the GEMMs in BF16 and keeps BF16 inputs.
+    p.hardware = load_hardware("a100-sxm-ib");
+    CHECK(layer_bytes(p) == doctest::Approx(bf16));
+  }
 }
 
 TEST_SUITE("validation.seed_memory") {
