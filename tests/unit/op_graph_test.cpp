@@ -61,6 +61,18 @@ Plan llama_plan(int tp, bool sp) {
   return p;
 }
 
+// GPT-3 175B at TP8 on one DGX A100, micro-batch 1 (Korthikanti et al. 2022's setting).
+Plan gpt3_tp8_plan() {
+  Plan p;
+  p.model = load_model("gpt3-175b");
+  p.hardware = load_hardware("a100-sxm-ib");
+  p.strategy.nodes = 1;
+  p.strategy.parallel.tp = 8;
+  p.strategy.training.micro_batch = 1;
+  p.strategy.training.global_batch = 8;
+  return p;
+}
+
 }  // namespace
 
 TEST_SUITE("model.op_graph") {
@@ -268,14 +280,7 @@ TEST_SUITE("model.op_graph") {
   TEST_CASE("unfused attention: full s x s QK^T and PV GEMMs, a softmax pass, s^2 activations") {
     // GPT-3 175B at TP8 (Korthikanti et al. 2022's setting, before FlashAttention): h 12288,
     // a 96 (12 per rank), head dim 128, s 2048, b 1.
-    Plan p;
-    p.model = load_model("gpt3-175b");
-    p.hardware = load_hardware("a100-sxm-ib");
-    p.strategy = Strategy{};
-    p.strategy.nodes = 1;
-    p.strategy.parallel.tp = 8;
-    p.strategy.training.micro_batch = 1;
-    p.strategy.training.global_batch = 8;
+    Plan p = gpt3_tp8_plan();
     const double b = 1, s = 2048, a = 12, d = 128;
 
     auto flash = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
@@ -309,14 +314,7 @@ TEST_SUITE("model.op_graph") {
   TEST_CASE("dropout: a pass over the s x s probabilities, 1-byte masks in memory and time") {
     // GPT-3 175B at TP8 with Megatron-LM's default dropout 0.1 (arguments.py
     // --attention-dropout / --hidden-dropout): h 12288, a 96 (12 per rank), s 2048, b 1.
-    Plan p;
-    p.model = load_model("gpt3-175b");
-    p.hardware = load_hardware("a100-sxm-ib");
-    p.strategy = Strategy{};
-    p.strategy.nodes = 1;
-    p.strategy.parallel.tp = 8;
-    p.strategy.training.micro_batch = 1;
-    p.strategy.training.global_batch = 8;
+    Plan p = gpt3_tp8_plan();
     p.strategy.training.unfused_attention = true;
     const double b = 1, s = 2048, a = 12, h = 12288;
     const double plain_act = cost::memory_inputs(p, 1.0).dense_act_sum;
