@@ -17,7 +17,7 @@ ComputeModel make_compute_model(const HardwareSpec& hw, Precision precision) {
   ComputeModel cm;
   cm.dense_bf16 = surface({GemmKind::Bf16});
   cm.grouped_bf16 = surface({GemmKind::GroupedBf16, GemmKind::Bf16});
-  const bool fp8 = precision == Precision::Fp8 && d.peak(Dtype::Fp8) > 0;
+  const bool fp8 = model::fp8_gemms(precision, d);
   cm.dense_low = fp8 ? surface({GemmKind::Fp8, GemmKind::Bf16}) : cm.dense_bf16;
   cm.grouped_low = fp8 ? surface({GemmKind::GroupedFp8, GemmKind::Fp8, GemmKind::GroupedBf16,
                                   GemmKind::Bf16})

@@ -268,7 +268,7 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
   // Linear; DeepSeek-V3 sec. 3.3.3 caches activations in FP8). Inputs other ops also need
   // in backward stay BF16: norm inputs, SwiGLU inputs, q/k/v, the attention output O (the
   // flash backward reads it, so O is kept in BF16 beside its FP8 copy).
-  const bool fp8 = s.training.precision == Precision::Fp8 && plan.hardware.device.peak(Dtype::Fp8) > 0;
+  const bool fp8 = model::fp8_gemms(s.training.precision, plan.hardware.device);
   const double gemm_in = fp8 ? 1.0 : kBf16Bytes;
 
   struct Stored {

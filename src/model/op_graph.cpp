@@ -214,9 +214,11 @@ void add_transformer_layer(const Ctx& c, std::vector<Op>& ops, bool moe, const s
     Op unpermute = memory("unpermute", Module::Experts, 2 * copies * h * kAct, 2 * copies * h * kAct);
     permute.per_die = unpermute.per_die = per_die;
     ops.push_back(permute);
+    const std::size_t experts_up = ops.size();
     add_ffn(c, ops, "experts.", Module::Experts, Module::ExpertAct, c.tok.per_expert_slowest,
             e.expert_intermediate / static_cast<double>(c.s.parallel.etp), c.tok.experts_per_rank,
             per_die);
+    ops[experts_up].quantized_rows = c.tok.per_rank_moe;  // quantized before the dispatch
     ops.push_back(unpermute);
     if (e.shared_experts > 0) {
       add_ffn(c, ops, "shared_experts.", Module::SharedExperts, Module::SharedExperts,
@@ -238,15 +240,15 @@ void add_transformer_layer(const Ctx& c, std::vector<Op>& ops, bool moe, const s
 // H200 NVL; these passes over its 455 M input and 201 M weight elements, 4 B each, take
 // 0.68 ms at 0.8 x 4.8 TB/s. Weights are quantized once per step in training (TE caches
 // them over micro-batches), so only inputs and gradients are counted here. MoE tokens are
-// quantized once before an FP8 dispatch (`dispatch_tokens`), not once per routed copy.
-void add_fp8_casts(std::vector<Op>& ops, double dispatch_tokens, double hidden) {
+// quantized once before an FP8 dispatch (Op::quantized_rows), not once per routed copy.
+void add_fp8_casts(std::vector<Op>& ops) {
   std::vector<Op> out;
   out.reserve(ops.size() * 2);
   constexpr double kCastBytes = kAct + 2.0;  // read BF16, write FP8 row-wise + column-wise
   for (const Op& op : ops) {
     if ((op.kind == OpKind::Gemm || op.kind == OpKind::GroupedGemm) && op.low_precision) {
-      const bool dispatched = op.module == Module::Experts && op.name.ends_with("up_proj");
-      const double in = dispatched ? dispatch_tokens * hidden : op.m * op.k * op.groups;
+      const double rows = op.quantized_rows > 0 ? op.quantized_rows : op.m * op.groups;
+      const double in = rows * op.k;
       Op cast = memory(op.name + ".fp8_cast", op.module, in * kCastBytes,
                        op.m * op.n * op.groups * kCastBytes);
       cast.per_die = op.per_die;
@@ -361,9 +363,9 @@ std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const Har
   const double T = c.tok.per_device, h = m.hidden, vocab_shard = m.vocab / c.t;
   std::vector<Layer> layers;
 
-  const bool fp8 = s.training.precision == Precision::Fp8 && hw.device.peak(Dtype::Fp8) > 0;
+  const bool fp8 = fp8_gemms(s.training.precision, hw.device);
   auto casts = [&](std::vector<Op>& ops) {
-    if (fp8) add_fp8_casts(ops, c.tok.per_rank_moe, h);
+    if (fp8) add_fp8_casts(ops);
   };
   if (dense_layers(m) > 0) {
     Layer l{LayerKind::Dense, dense_layers(m), {}};

@@ -31,6 +31,9 @@ struct Op {
   double bwd_bytes = 0;        ///< Memory ops: bytes of the input-gradient pass (0 = none)
   bool per_die = false;        ///< runs on one die (die-level EP) rather than the whole device
   bool low_precision = false;  ///< GEMM in the strategy's precision (FP8 if set), else BF16
+  /// FP8: rows of the input quantized before this GEMM; 0 = its m x groups. The routed
+  /// experts' tokens are quantized once before the FP8 dispatch, not once per copy.
+  double quantized_rows = 0;
 };
 
 /// All ops of one layer kind, forward then backward (input grad, weight grad, recompute).
@@ -48,6 +51,12 @@ struct Tokens {
   double per_expert_slowest = 0;  ///< the slowest rank's tokens per expert
   int experts_per_rank = 0;
 };
+
+/// Whether the strategy's low-precision GEMMs run in FP8: it asks for FP8 and the device
+/// has an FP8 peak (otherwise they fall back to BF16).
+inline bool fp8_gemms(Precision precision, const DeviceSpec& device) {
+  return precision == Precision::Fp8 && device.peak(Dtype::Fp8) > 0;
+}
 
 /// Token counts for a strategy. `expert_load` = slowest rank's expert load / mean
 /// (>= 1; the routing statistics supply it; 1 = perfectly balanced).
