@@ -58,6 +58,42 @@ struct GemmCalibration {
 /// tflops (other columns are ignored); `peak` is the device's FLOP/s for the dtype.
 [[nodiscard]] PARAPLAN_EXPORT GemmCalibration calibrate_gemm(const std::string& path, double peak);
 
+/// One measured GEMM of a sweep.
+struct GemmRow {
+  double m = 0, n = 0, k = 0;
+  int groups = 1;                ///< grouped GEMM: groups in the one kernel
+  std::string pass = "forward";  ///< forward | dgrad | wgrad (CSV `pass`, or `layout` TN / NN / NT)
+  double efficiency = 0;         ///< achieved / peak
+};
+
+/// Reads a GEMM sweep CSV: a header naming m, n, k and one of time_us / time_ms / time_s,
+/// tflops or efficiency (of `peak`), optionally pass (or layout) and groups; `#` lines are
+/// comments. `peak` is the device's FLOP/s for the dtype.
+[[nodiscard]] PARAPLAN_EXPORT std::vector<GemmRow> read_gemm_rows(const std::string& path, double peak);
+
+/// The kernel-level GEMM model (device.gemm_kernel) fitted to a sweep: the tile candidates'
+/// relative efficiencies and the per-tile k overhead by grid search, the peak fraction and
+/// the dgrad / wgrad factors in closed form (least squares in log space) at each grid point;
+/// the point with the smallest mean |relative error| wins.
+struct GemmModelCalibration {
+  GemmKernelSpec kernel;          ///< fitted; peak_fraction set for `dtype` only
+  Dtype dtype = Dtype::Bf16;
+  int units = 0;                  ///< compute units the sweep's GPU has
+  int rows = 0;
+  double mean_error = 0;          ///< mean |model - measured| / measured
+  double median_error = 0, worst_error = 0, bias = 0;
+  double fixed_s = 0;             ///< fitted fixed time per kernel (device.kernel_overhead covers it)
+  bool fitted_dgrad = false, fitted_wgrad = false;  ///< the rows had input- / weight-gradient GEMMs
+};
+
+/// Fits `start`'s tiles (their m x n; the first keeps efficiency 1) on `units` compute
+/// units, with a fixed time per kernel. `roofline_bytes_per_s` > 0 bounds each row by its
+/// HBM traffic (inputs of `input_bytes` per element, BF16 output) at that rate against
+/// `peak`; `rate` = the dtype's peak over the BF16 peak (k_overhead is in BF16 elements).
+[[nodiscard]] PARAPLAN_EXPORT GemmModelCalibration calibrate_gemm_model(
+    const std::vector<GemmRow>& rows, const GemmKernelSpec& start, int units, Dtype dtype, double peak,
+    double roofline_bytes_per_s, double input_bytes, double rate);
+
 /// DeepEP test output: the best dispatch / combine bandwidths it reports.
 struct DeepEpCalibration {
   double dispatch_rdma = 0, dispatch_nvl = 0, combine_rdma = 0, combine_nvl = 0;  ///< bytes/s, 0 = absent
@@ -80,6 +116,10 @@ struct HardwareOverlay {
   std::string gemm_table;    ///< "bf16", "fp8", "grouped_bf16", "grouped_fp8"; empty = none
   GemmCalibration gemm;
   std::string gemm_source;
+  bool gemm_model = false;   ///< write device.gemm_kernel (and compute_units) from `kernel_fit`
+  GemmModelCalibration kernel_fit;
+  std::string gemm_command;  ///< the command line that produced the fit (recorded beside it)
+  bool write_units = false;  ///< also write device.compute_units (the base has none)
   DeepEpCalibration deepep;  ///< cluster all_to_all = dispatch RDMA, node all_to_all = NVL
   std::string deepep_source;
   std::string node_tier, cluster_tier;  ///< tier names for the DeepEP figures

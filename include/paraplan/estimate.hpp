@@ -14,7 +14,7 @@ namespace paraplan {
 struct OpEstimate {
   std::string name;       ///< e.g. "q_b_proj", "experts.gate_up_proj.wgrad"
   std::string phase;      ///< forward | input_grad | weight_grad | recompute
-  std::string kind;       ///< gemm | grouped_gemm | attention | memory
+  std::string kind;       ///< gemm | grouped_gemm | attention | memory | host_sync
   double time_s = 0;      ///< predicted time, including the kernel launch overhead
   double flops = 0;       ///< executed FLOP
   double bytes = 0;       ///< HBM bytes read + written
@@ -22,6 +22,9 @@ struct OpEstimate {
   int groups = 1;         ///< grouped GEMM: experts on this rank
   double efficiency = 0;  ///< achieved / peak FLOP/s used for the time (GEMM, attention)
   bool per_die = false;   ///< ran on one die (die-level EP)
+  int kernels = 1;        ///< kernels launched (0 for a host synchronisation)
+  double achieved = 0;    ///< FLOP/s (GEMM, attention) or bytes/s (memory) over time_s
+  std::string bound;      ///< what limits it: compute | memory | launch | host
 };
 
 /// One layer kind: the time of one micro-batch through one layer of that kind.

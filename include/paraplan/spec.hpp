@@ -36,6 +36,48 @@ struct GemmTable {
 enum class GemmKind { Bf16, Fp8, GroupedBf16, GroupedFp8 };
 inline constexpr int kGemmKindCount = 4;
 
+/// One candidate output tile of the device's GEMM kernels (the shapes cuBLAS / CUTLASS
+/// choose among): m x n outputs per compute unit, and its speed per FLOP relative to the
+/// best tile (small tiles reuse less data).
+struct GemmTile {
+  int m = 128, n = 128;
+  double efficiency = 1.0;
+};
+
+/// Kernel-level GEMM model (docs/cost-model.md, "GEMM kernels"). A GEMM of (m, n, k) runs
+/// ceil(m / tm) x ceil(n / tn) output tiles, split s ways along k when the tiles alone do
+/// not fill the compute units, in ceil(tiles x s / units) waves; one tile costs
+/// (k / s + k_overhead) of work at peak x peak_fraction x tile efficiency. The fastest tile
+/// and split are used, as the libraries' heuristics pick them. The shape's own roofline
+/// (A, B and C through HBM) bounds it from below.
+struct GemmKernelSpec {
+  std::array<double, kDtypeCount> peak_fraction{};  ///< per Dtype: large GEMMs reach peak x this; 0 = bf16's
+  std::vector<GemmTile> tiles;            ///< candidates; empty = no kernel model
+  double k_overhead = 0;                  ///< per-tile prologue / epilogue, in elements of k
+  int max_split_k = 1;                    ///< most k splits for grids smaller than the units
+  double dgrad = 1.0;                     ///< input-gradient GEMMs, relative to forward
+  double wgrad = 1.0;                     ///< weight-gradient GEMMs, relative to forward
+  bool grouped_loop = false;              ///< grouped GEMM = one kernel per expert, not one persistent kernel
+  [[nodiscard]] bool present() const { return !tiles.empty(); }
+};
+
+/// A flash-attention kernel (docs/cost-model.md, "Attention kernels"): the fraction of the
+/// BF16 peak it reaches on long causal sequences, per pass (FLOP: causal half counted), its
+/// tile height and a fixed cost per tile; tiles = batch x heads x ceil(s / block), run over
+/// the compute units.
+struct AttentionKernelSpec {
+  std::string name;           ///< e.g. "cudnn", "fa2", "fa3"
+  double forward = 0;         ///< fraction of the BF16 peak, forward
+  double backward = 0;        ///< fraction of the BF16 peak, backward (2.5 x forward FLOP)
+  double block = 128;         ///< query (forward) / key (backward) rows per tile
+  double forward_overhead = 0;   ///< fixed cost per forward tile, in keys processed
+  double backward_overhead = 0;  ///< fixed cost per backward tile, in queries processed
+};
+
+/// Memory-bound op classes; each reaches its own fraction of the HBM bandwidth.
+enum class MemClass { Elementwise, Norm, Cast, Permute, Softmax, Reduction, Copy };
+inline constexpr int kMemClassCount = 7;
+
 /// One compute device (card). Multi-die cards sum their dies' rates here.
 struct DeviceSpec {
   std::string name;                       ///< e.g. "BR166", "H100 SXM"
@@ -44,14 +86,25 @@ struct DeviceSpec {
   double memory_bw_bytes_per_s = 0;       ///< HBM bandwidth per device, summed over dies
   std::array<double, kDtypeCount> peak_flop_per_s{};  ///< dense peak per Dtype; 0 = absent
   std::array<std::optional<GemmTable>, kGemmKindCount> gemm;  ///< per GemmKind
-  double memory_bound_efficiency = 0.7;   ///< fraction of memory bandwidth elementwise ops reach
-  double attention_efficiency = 0;        ///< flash-attention FLOP/s / BF16 peak; 0 = GEMM surface
-  double kernel_overhead_s = 0;           ///< fixed cost per launched kernel
+  double memory_bound_efficiency = 0.7;   ///< fraction of memory bandwidth memory-bound ops reach
+  std::array<double, kMemClassCount> memory_bound{};  ///< per MemClass; 0 = memory_bound_efficiency
+  double attention_efficiency = 0;        ///< legacy: one flash-attention fraction for both passes
+  std::vector<AttentionKernelSpec> attention;  ///< flash-attention kernels; the first is the default
+  int compute_units = 0;                  ///< SMs / SPCs per device (all dies); 0 = unknown
+  GemmKernelSpec gemm_kernel;             ///< kernel-level GEMM model (absent: tables only)
+  double kernel_overhead_s = 0;           ///< fixed cost per launched kernel (launch + tail)
+  double host_sync_s = 0;                 ///< one host synchronisation (MoE token counts to the host)
+  int comm_units = 0;                     ///< compute units a communication kernel occupies (NCCL, DeepEP)
   double memory_reserve_bytes = 0;        ///< runtime and fragmentation, unavailable to the model
 
   [[nodiscard]] double peak(Dtype d) const { return peak_flop_per_s[static_cast<int>(d)]; }
   [[nodiscard]] const std::optional<GemmTable>& table(GemmKind k) const {
     return gemm[static_cast<int>(k)];
+  }
+  /// Fraction of the memory bandwidth ops of class `c` reach.
+  [[nodiscard]] double memory_fraction(MemClass c) const {
+    const double f = memory_bound[static_cast<int>(c)];
+    return f > 0 ? f : memory_bound_efficiency;
   }
 };
 
@@ -243,6 +296,9 @@ struct Training {
   /// Attention kernel: flash (fused, no s x s tensors) or unfused (QK^T and PV as batched
   /// GEMMs with a softmax over the s x s scores in between, as Megatron-LM before FlashAttention).
   bool unfused_attention = false;
+  /// Which of the hardware's flash-attention kernels runs (`training.attention: fa2`); empty =
+  /// the hardware's default (its first).
+  std::string attention_kernel;
 };
 
 /// MoE execution settings.
@@ -290,7 +346,8 @@ struct RuleViolation {
 
 /// Checks a strategy against its hardware and model; empty when valid.
 /// Rules: world, heads_tp, kv_heads_tp, experts_ep, ep_world, layers_pp, batch_dp,
-/// vpp_schedule, dualpipe_pp, nodes_cluster, seq_cp, moe_fields, ep_over_dies, sp_tp.
+/// vpp_schedule, dualpipe_pp, nodes_cluster, seq_cp, moe_fields, ep_over_dies, sp_tp,
+/// attention_kernel.
 [[nodiscard]] PARAPLAN_EXPORT std::vector<RuleViolation> check_rules(const Strategy& s, const HardwareSpec& hw,
                                                      const ModelSpec& m);
 
@@ -314,6 +371,7 @@ struct SearchSpace {
   Choice<int> nodes, tp, pp, dp, ep, etp, vpp, cp, micro_batch, zero;
   Choice<bool> sp, ep_over_dies, optimizer_offload, activation_offload;
   bool unfused_attention = false;  ///< training.attention: unfused
+  std::string attention_kernel;    ///< training.attention: a named flash kernel (empty = default)
   Choice<int> global_batch;
   int seq_len = 0;
   Choice<Precision> precision;

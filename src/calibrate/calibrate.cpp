@@ -226,12 +226,11 @@ CollectiveCalibration calibrate_collective(const CollectiveLog& log) {
   return c;
 }
 
-GemmCalibration calibrate_gemm(const std::string& path, double peak) {
+std::vector<GemmRow> read_gemm_rows(const std::string& path, double peak) {
   Lines in = read_lines(path);
-  GemmCalibration g;
-  int cm = -1, cn = -1, ck = -1, ct = -1, cf = -1;
+  int cm = -1, cn = -1, ck = -1, ct = -1, cf = -1, ce = -1, cp = -1, cg = -1;
   double time_scale = 1;
-  std::vector<std::pair<GemmPoint, double>> rows;  // point, measured efficiency
+  std::vector<GemmRow> rows;
   for (std::size_t i = 0; i < in.lines.size(); ++i) {
     const int ln = static_cast<int>(i) + 1;
     std::string_view t = util::trim(in.lines[i]);
@@ -241,51 +240,82 @@ GemmCalibration calibrate_gemm(const std::string& path, double peak) {
       for (std::size_t c = 0; c < f.size(); ++c) {
         std::string h = f[c];
         std::transform(h.begin(), h.end(), h.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-        if (h == "m") cm = static_cast<int>(c);
-        if (h == "n") cn = static_cast<int>(c);
-        if (h == "k") ck = static_cast<int>(c);
-        if (h == "tflops") cf = static_cast<int>(c);
+        const int col = static_cast<int>(c);
+        if (h == "m") cm = col;
+        if (h == "n") cn = col;
+        if (h == "k") ck = col;
+        if (h == "tflops") cf = col;
+        if (h == "efficiency") ce = col;
+        if (h == "pass" || h == "layout") cp = col;
+        if (h == "groups") cg = col;
         if (h == "time_us" || h == "time_ms" || h == "time_s") {
-          ct = static_cast<int>(c);
+          ct = col;
           time_scale = h == "time_us" ? 1e-6 : h == "time_ms" ? 1e-3 : 1.0;
         }
       }
-      if (cm < 0 || cn < 0 || ck < 0 || (ct < 0 && cf < 0)) {
-        in.error(ln, 1, "the header must name m, n, k and time_us / time_ms / time_s or tflops");
+      if (cm < 0 || cn < 0 || ck < 0 || (ct < 0 && cf < 0 && ce < 0)) {
+        in.error(ln, 1, "the header must name m, n, k and time_us / time_ms / time_s, tflops or efficiency");
         break;
       }
       continue;
     }
-    double m = 0, n = 0, k = 0, v = 0;
-    const int need = std::max({cm, cn, ck, ct, cf}) + 1;
+    double m = 0, n = 0, k = 0, v = 0, groups = 1;
+    const int need = std::max({cm, cn, ck, ct, cf, ce, cp, cg}) + 1;
     if (static_cast<int>(f.size()) < need) {
       in.error(ln, 1, "expected " + std::to_string(need) + " columns, got " + std::to_string(f.size()));
       continue;
     }
-    const int vc = cf >= 0 ? cf : ct;
+    const int vc = ce >= 0 ? ce : cf >= 0 ? cf : ct;
     if (!number(f[static_cast<std::size_t>(cm)], m) || !number(f[static_cast<std::size_t>(cn)], n) ||
         !number(f[static_cast<std::size_t>(ck)], k) || !number(f[static_cast<std::size_t>(vc)], v) || m < 1 || n < 1 ||
-        k < 1 || v <= 0) {
-      in.error(ln, 1, "expected positive numbers for m, n, k and the measurement");
+        k < 1 || v <= 0 || (cg >= 0 && (!number(f[static_cast<std::size_t>(cg)], groups) || groups < 1))) {
+      in.error(ln, 1, "expected positive numbers for m, n, k, groups and the measurement");
       continue;
     }
-    const double achieved = cf >= 0 ? v * 1e12 : 2 * m * n * k / (v * time_scale);
-    const double eff = achieved / peak;
-    if (eff > 1.0) {
+    GemmRow r{m, n, k, static_cast<int>(groups), "forward", 0};
+    if (cp >= 0) {
+      // cuBLAS layouts of a Linear layer: TN forward, NN input gradient, NT weight gradient.
+      std::string pass = f[static_cast<std::size_t>(cp)];
+      if (pass == "TN" || pass == "forward" || pass == "fwd") {
+        r.pass = "forward";
+      } else if (pass == "NN" || pass == "dgrad") {
+        r.pass = "dgrad";
+      } else if (pass == "NT" || pass == "wgrad") {
+        r.pass = "wgrad";
+      } else {
+        in.error(ln, 1, "pass `" + pass + "` is not forward / dgrad / wgrad (or TN / NN / NT)");
+        continue;
+      }
+    }
+    const double flops = 2 * m * n * k * r.groups;
+    const double achieved = ce >= 0 ? v * peak : cf >= 0 ? v * 1e12 : flops / (v * time_scale);
+    r.efficiency = achieved / peak;
+    if (r.efficiency > 1.0) {
       in.error(ln, 1, "achieved " + util::fmt("%.4g", achieved / 1e12) + " TFLOPS exceeds the peak " +
                           util::fmt("%.4g", peak / 1e12) + " TFLOPS: wrong dtype or peak?");
       continue;
     }
-    rows.push_back({GemmPoint{m, n, k, eff}, eff});
+    rows.push_back(r);
   }
   if (in.diags.empty() && rows.empty()) in.error(0, 0, "no GEMM rows found");
   in.throw_if_any();
-  for (const auto& r : rows) g.table.points.push_back(r.first);
-  g.table.default_efficiency = rows.front().second;
-  g.rows = static_cast<int>(rows.size());
+  return rows;
+}
+
+GemmCalibration calibrate_gemm(const std::string& path, double peak) {
+  GemmCalibration g;
+  const std::vector<GemmRow> rows = read_gemm_rows(path, peak);
+  for (const GemmRow& r : rows) {
+    if (r.pass == "forward") g.table.points.push_back(GemmPoint{r.m, r.n, r.k, r.efficiency});
+  }
+  if (g.table.points.empty()) {
+    throw ConfigError({Diagnostic{path, 0, 0, "no forward GEMM rows (a table holds forward shapes)"}});
+  }
+  g.table.default_efficiency = g.table.points.front().efficiency;
+  g.rows = static_cast<int>(g.table.points.size());
   cost::GemmEfficiency surface(g.table);
   std::vector<double> errors;
-  for (const auto& [p, measured] : rows) errors.push_back(std::fabs(surface.at(p.m, p.n, p.k) - measured) / measured);
+  for (const GemmPoint& p : g.table.points) errors.push_back(std::fabs(surface.at(p.m, p.n, p.k) - p.efficiency) / p.efficiency);
   std::sort(errors.begin(), errors.end());
   g.median_error = errors[errors.size() / 2];
   g.worst_error = errors.back();
@@ -343,8 +373,32 @@ std::string hardware_overlay_yaml(const HardwareOverlay& o) {
   y << "description: " << o.base << " calibrated from measurements (" << o.date << ")\n";
   y << "sources:\n";
   for (const auto& [c, src] : o.collectives) y << "  - \"" << src << " (" << o.date << ")\"\n";
-  if (!o.gemm_table.empty()) y << "  - \"" << o.gemm_source << " (" << o.date << ")\"\n";
+  if (!o.gemm_table.empty() || o.gemm_model) y << "  - \"" << o.gemm_source << " (" << o.date << ")\"\n";
   if (!o.deepep_source.empty()) y << "  - \"" << o.deepep_source << " (" << o.date << ")\"\n";
+  if (o.gemm_model) {
+    const GemmModelCalibration& f = o.kernel_fit;
+    const GemmKernelSpec& g = f.kernel;
+    static const char* dtypes[] = {"bf16", "fp16", "fp8", "fp32", "tf32"};
+    y << "device:\n";
+    if (o.write_units) y << "  # the sweep's GPU\n  compute_units: " << f.units << "\n";
+    y << "  gemm_kernel:\n";
+    y << "    # fitted by `" << o.gemm_command << "`\n";
+    y << "    # to " << f.rows << " GEMMs on " << f.units << " compute units: mean |error| "
+      << util::fmt("%.1f", 100 * f.mean_error) << "%, median " << util::fmt("%.1f", 100 * f.median_error)
+      << "%, worst " << util::fmt("%.1f", 100 * f.worst_error) << "%, bias " << util::fmt("%+.1f", 100 * f.bias)
+      << "%,\n    # with a fixed " << units::format_time(f.fixed_s) << " per kernel (device.kernel_overhead covers it)\n";
+    y << "    peak_fraction: {" << dtypes[static_cast<int>(f.dtype)] << ": "
+      << util::fmt("%.4g", g.peak_fraction[static_cast<int>(f.dtype)]) << "}\n";
+    y << "    tiles: [";
+    for (std::size_t i = 0; i < g.tiles.size(); ++i) {
+      y << (i ? ", " : "") << "[" << g.tiles[i].m << ", " << g.tiles[i].n << ", " << util::fmt("%.4g", g.tiles[i].efficiency) << "]";
+    }
+    y << "]\n";
+    y << "    k_overhead: " << util::fmt("%.4g", g.k_overhead) << "\n    max_split_k: " << g.max_split_k << "\n";
+    if (f.fitted_dgrad) y << "    dgrad: " << util::fmt("%.4g", g.dgrad) << "\n";
+    if (f.fitted_wgrad) y << "    wgrad: " << util::fmt("%.4g", g.wgrad) << "\n";
+    y << "    grouped: " << (g.grouped_loop ? "loop" : "persistent") << "\n";
+  }
   if (!o.gemm_table.empty()) {
     y << "device:\n  gemm_efficiency:\n    " << o.gemm_table << ":\n";
     y << "      # " << o.gemm_source << ": " << o.gemm.rows << " rows, achieved / peak; the surface reproduces them\n"

@@ -312,6 +312,8 @@ struct CalibrateArgs {
   std::vector<std::string> files;
   std::string op, tier = "node", hardware, into, dtype = "bf16", name;
   bool grouped = false;
+  bool model = false;  ///< calibrate gemm: fit device.gemm_kernel instead of a table
+  int units = 0;       ///< calibrate gemm --model: compute units of the GPU the sweep ran on
 };
 
 paraplan::HardwareOverlay overlay_for(const CalibrateArgs& a, const paraplan::HardwareSpec& hw) {
@@ -372,6 +374,34 @@ int cmd_calibrate_gemm(const CalibrateArgs& a) {
     return kExitBadInput;
   }
   paraplan::HardwareOverlay o = overlay_for(a, hw);
+  if (a.model) {
+    const int units = a.units > 0 ? a.units : hw.device.compute_units;
+    if (units <= 0) {
+      std::cerr << "paraplan calibrate: " << a.hardware
+                << " has no `device.compute_units`; give the sweep GPU's with --units N\n";
+      return kExitBadInput;
+    }
+    const auto rows = paraplan::read_gemm_rows(a.files.front(), peak);
+    const double roofline = hw.device.memory_bw_bytes_per_s * hw.device.memory_bound_efficiency;
+    const double bf16 = hw.device.peak(paraplan::Dtype::Bf16);
+    o.kernel_fit = paraplan::calibrate_gemm_model(rows, hw.device.gemm_kernel, units, dtype, peak, roofline,
+                                                  dtype == paraplan::Dtype::Fp8 ? 1.0 : 2.0,
+                                                  bf16 > 0 ? peak / bf16 : 1.0);
+    o.gemm_model = true;
+    o.write_units = hw.device.compute_units <= 0;
+    o.gemm_source = a.files.front();
+    o.gemm_command = "paraplan calibrate gemm " + a.files.front() + " --model -H " + a.hardware + " --dtype " +
+                     a.dtype + (a.units > 0 ? " --units " + std::to_string(a.units) : std::string());
+    const paraplan::GemmModelCalibration& f = o.kernel_fit;
+    std::cout << a.files.front() << ": " << f.rows << " GEMMs on " << units << " compute units, kernel model fitted:\n"
+              << "  peak fraction " << f.kernel.peak_fraction[static_cast<int>(dtype)] << ", k overhead "
+              << f.kernel.k_overhead << ", dgrad " << f.kernel.dgrad << ", wgrad " << f.kernel.wgrad << "\n"
+              << "  fixed time per kernel " << paraplan::units::format_time(f.fixed_s)
+              << " (device.kernel_overhead covers it)\n"
+              << "  mean |error| " << 100 * f.mean_error << "%, median " << 100 * f.median_error << "%, worst "
+              << 100 * f.worst_error << "%, bias " << 100 * f.bias << "%\n";
+    return write_overlay(a, o);
+  }
   o.gemm = paraplan::calibrate_gemm(a.files.front(), peak);
   o.gemm_table = (a.grouped ? "grouped_" : "") + a.dtype;
   o.gemm_source = a.files.front();
@@ -500,6 +530,11 @@ int main(int argc, char** argv) {
       ->expected(1);
   cal_gemm->add_option("--dtype", cal.dtype, "bf16 | fp8")->check(CLI::IsMember({"bf16", "fp8"}))->capture_default_str();
   cal_gemm->add_flag("--grouped", cal.grouped, "Grouped (expert) GEMMs: m is tokens per expert");
+  cal_gemm->add_flag("--model", cal.model,
+                     "Fit the kernel-level GEMM model (device.gemm_kernel: peak fraction, tiles, k overhead,\n"
+                     "dgrad / wgrad factors) instead of writing the rows as a table");
+  cal_gemm->add_option("--units", cal.units, "--model: compute units (SMs) of the GPU the sweep ran on")
+      ->check(CLI::Range(1, 1 << 20));
   auto* cal_deepep = calibrate->add_subcommand("deepep", "DeepEP test output -> dispatch bandwidths (all_to_all)");
   cal_deepep->add_option("file", cal.files, "Output of DeepEP's test_intranode.py / test_internode.py")
       ->required()
@@ -516,6 +551,7 @@ int main(int argc, char** argv) {
       "  paraplan calibrate collective all_reduce_perf.log -H h100-sxm-ib --tier node --into hardware/my-h100.yaml\n"
       "  paraplan calibrate collective sendrecv.csv --op send_recv -H br166-ubbv2 --tier cluster\n"
       "  paraplan calibrate gemm sweep.csv --dtype bf16 -H h100-sxm-ib --into hardware/my-h100.yaml\n"
+      "  paraplan calibrate gemm hardware/calibration/a100-pcie-gemm-simumax.csv --model -H a100-sxm-ib\n"
       "  paraplan calibrate deepep test_internode.log -H h800-ib\n"
       "GEMM sweep on your GPU: python3 bench/gemm_sweep.py > sweep.csv\n");
 

@@ -75,6 +75,71 @@ GemmTable read_gemm_table(const Node& node, const std::string& path, Diags& diag
   return t;
 }
 
+const EnumNames<MemClass> kMemClassNames{{"elementwise", MemClass::Elementwise},
+                                          {"norm", MemClass::Norm},
+                                          {"cast", MemClass::Cast},
+                                          {"permute", MemClass::Permute},
+                                          {"softmax", MemClass::Softmax},
+                                          {"reduction", MemClass::Reduction},
+                                          {"copy", MemClass::Copy}};
+const EnumNames<bool> kGroupedNames{{"persistent", false}, {"loop", true}};
+
+GemmKernelSpec read_gemm_kernel(const Node& node, Diags& diags) {
+  GemmKernelSpec g;
+  MapReader r(&node, diags, "device.gemm_kernel");
+  {
+    const Node* f = r.get("peak_fraction", Need::Required);
+    MapReader p(f, diags, "device.gemm_kernel.peak_fraction", r.loc());
+    for (const auto& [spelling, dtype] : kDtypeNames) {
+      Need need = (dtype == Dtype::Bf16 && f != nullptr) ? Need::Required : Need::Optional;
+      if (auto v = p.fraction(spelling, need)) g.peak_fraction[static_cast<int>(dtype)] = *v;
+    }
+    p.finish();
+  }
+  ScalarReader s(diags);
+  read_rows(r.get("tiles", Need::Required), r.dotted("tiles"), 3, "[m, n, relative efficiency]", diags,
+            [&](const Node& row) {
+              auto m = s.integer(row.items[0], r.dotted("tiles") + " m", 1, 4096);
+              auto n = s.integer(row.items[1], r.dotted("tiles") + " n", 1, 4096);
+              auto e = s.fraction(row.items[2], r.dotted("tiles") + " efficiency");
+              if (m && n && e) g.tiles.push_back(GemmTile{static_cast<int>(*m), static_cast<int>(*n), *e});
+            });
+  if (auto v = r.number("k_overhead", 0, 1e6)) g.k_overhead = *v;
+  if (auto v = r.count("max_split_k", Need::Optional, 1, 64)) g.max_split_k = *v;
+  if (auto v = r.fraction("dgrad")) g.dgrad = *v;
+  if (auto v = r.fraction("wgrad")) g.wgrad = *v;
+  if (auto v = r.enumeration("grouped", kGroupedNames)) g.grouped_loop = *v;
+  r.finish();
+  return g;
+}
+
+std::vector<AttentionKernelSpec> read_attention(const Node& list, Diags& diags) {
+  std::vector<AttentionKernelSpec> out;
+  if (!list.is_seq()) {
+    diags.error(list.loc, "`device.attention` must be a list of kernels ({name, forward, backward, ...})");
+    return out;
+  }
+  for (const Node& item : list.items) {
+    const std::string path = "device.attention[" + std::to_string(out.size()) + "]";
+    MapReader r(&item, diags, path);
+    AttentionKernelSpec k;
+    if (auto v = r.text("name", Need::Required)) k.name = *v;
+    if (auto v = r.fraction("forward", Need::Required)) k.forward = *v;
+    if (auto v = r.fraction("backward", Need::Required)) k.backward = *v;
+    if (auto v = r.number("block", 1, 4096)) k.block = *v;
+    if (auto v = r.number("forward_overhead", 0, 1e6)) k.forward_overhead = *v;
+    if (auto v = r.number("backward_overhead", 0, 1e6)) k.backward_overhead = *v;
+    r.finish();
+    for (const AttentionKernelSpec& other : out) {
+      if (other.name == k.name && !k.name.empty()) {
+        diags.error(item.loc, "`device.attention` names kernel `" + k.name + "` twice");
+      }
+    }
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
 DeviceSpec read_device(MapReader& root, Diags& diags) {
   DeviceSpec d;
   const Node* node = root.get("device", Need::Required);
@@ -107,10 +172,31 @@ DeviceSpec read_device(MapReader& root, Diags& diags) {
     g.finish();
   }
   if (auto v = r.fraction("memory_bound_efficiency", Need::Required)) d.memory_bound_efficiency = *v;
+  if (const Node* classes = r.get("memory_bound")) {
+    MapReader c(classes, diags, "device.memory_bound");
+    for (const auto& [spelling, cls] : kMemClassNames) {
+      if (auto v = c.fraction(spelling)) d.memory_bound[static_cast<int>(cls)] = *v;
+    }
+    c.finish();
+  }
   if (auto v = r.fraction("attention_efficiency")) d.attention_efficiency = *v;
+  if (const Node* a = r.get("attention")) d.attention = read_attention(*a, diags);
+  if (d.attention.empty() && d.attention_efficiency > 0) {
+    // The legacy single figure: one kernel at that fraction in both passes.
+    d.attention.push_back(AttentionKernelSpec{"flash", d.attention_efficiency, d.attention_efficiency, 128, 0, 0});
+  }
+  if (auto v = r.count("compute_units", Need::Optional, 1, 1 << 20)) d.compute_units = *v;
+  if (const Node* g = r.get("gemm_kernel")) {
+    d.gemm_kernel = read_gemm_kernel(*g, diags);
+    if (d.compute_units == 0) {
+      diags.error(g->loc, "`device.gemm_kernel` needs `device.compute_units` (SMs or SPCs per device) for its waves");
+    }
+  }
   if (auto v = r.quantity("kernel_overhead", Quantity::Time, Need::Required, true)) {
     d.kernel_overhead_s = *v;
   }
+  if (auto v = r.quantity("host_sync", Quantity::Time, Need::Optional, true)) d.host_sync_s = *v;
+  if (auto v = r.count("comm_units", Need::Optional, 0, 1 << 20)) d.comm_units = *v;
   if (auto v = r.quantity("memory_reserve", Quantity::Size, Need::Optional, true)) {
     d.memory_reserve_bytes = *v;
   }

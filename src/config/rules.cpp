@@ -50,6 +50,19 @@ std::vector<RuleViolation> check_rules(const Strategy& s, const HardwareSpec& hw
              " do not divide one another (each TP rank needs whole KV heads, or replicas)");
   }
   if (p.sp && p.tp == 1) fail("sp_tp", "parallel.sp", "sequence parallel needs tp > 1");
+  if (!s.training.attention_kernel.empty()) {
+    std::string names;
+    bool found = false;
+    for (const AttentionKernelSpec& k : hw.device.attention) {
+      found = found || k.name == s.training.attention_kernel;
+      names += (names.empty() ? "" : ", ") + k.name;
+    }
+    if (!found) {
+      fail("attention_kernel", "training.attention",
+           "attention kernel `" + s.training.attention_kernel + "` is not one of " + hw.name +
+               "'s (" + (names.empty() ? std::string("none") : names) + "; or flash, unfused)");
+    }
+  }
   if (p.vpp > 1 && s.schedule != Schedule::Interleaved) {
     fail("vpp_schedule", "parallel.vpp",
          "vpp " + str(p.vpp) + " needs `schedule: interleaved`");

@@ -6,6 +6,13 @@
 
 namespace paraplan::cost {
 
+double dma_compute_share(const HardwareSpec& hw) {
+  const DeviceSpec& d = hw.device;
+  return d.comm_units > 0 && d.compute_units > 0 ? std::min(1.0, static_cast<double>(d.comm_units) / d.compute_units)
+                                                 : 0.0;
+}
+
+
 const char* name(Algorithm a) {
   switch (a) {
     case Algorithm::Ring: return "ring";
@@ -114,7 +121,7 @@ std::vector<Crossing> crossings(const HardwareSpec& hw, const GroupSpan& g, Coll
       const TierSpec& t = hw.tiers[static_cast<std::size_t>(g.tier[j])];
       int sharers = (g.dies && t.name != "die") ? std::max(1, hw.device.dies) : 1;
       out.push_back({static_cast<int>(j), &t, d, j == 0 ? 1 : g.members[j - 1], sharers, 0.0,
-                     t.engine == Engine::Compute ? 1.0 : 0.0});
+                     t.engine == Engine::Compute ? 1.0 : dma_compute_share(hw)});
     }
   }
   for (std::size_t i = out.size(); i-- > 1;) {
@@ -126,7 +133,7 @@ std::vector<Crossing> crossings(const HardwareSpec& hw, const GroupSpan& g, Coll
     merged.inner = 1;
     merged.sharers = 1;
     merged.fixed_bw = o->algbw ? o->bus_bw_bytes_per_s * bus_factor(op, m) : o->bus_bw_bytes_per_s;
-    merged.busy = o->engine == Engine::Compute ? o->compute_share : 0.0;
+    merged.busy = o->engine == Engine::Compute ? o->compute_share : dma_compute_share(hw);
     std::vector<Crossing> rest(out.begin() + static_cast<std::ptrdiff_t>(i), out.end());
     out = {merged};
     out.insert(out.end(), rest.begin(), rest.end());
@@ -212,7 +219,9 @@ CollectiveCost model_time(const std::vector<Crossing>& xs, Collective op, double
     staged += c.tiers[i].time_s;
   }
   c.compute_share = staged > 0 ? std::min(1.0, busy / staged) : 0.0;
-  c.engine = c.compute_share > 0 ? Engine::Compute : outer.tier->engine;
+  bool compute_engine = false;
+  for (const Crossing& x : xs) compute_engine = compute_engine || x.tier->engine == Engine::Compute || x.busy >= 1.0;
+  c.engine = compute_engine ? Engine::Compute : outer.tier->engine;
   return c;
 }
 
@@ -249,7 +258,7 @@ CollectiveCost collective(const HardwareSpec& hw, Collective op, double bytes, c
     best.algorithm = Algorithm::Direct;
     best.time_s = volume / bw + outer.latency_s;
     best.engine = o->engine;
-    best.compute_share = o->engine == Engine::Compute ? o->compute_share : 0.0;
+    best.compute_share = o->engine == Engine::Compute ? o->compute_share : dma_compute_share(hw);
     best.measured = true;
     best.tiers.push_back({outer.name, bus_factor(op, G) * bytes, best.time_s});
     return best;

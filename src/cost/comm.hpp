@@ -78,6 +78,11 @@ CollectiveCost collective(const HardwareSpec& hw, Collective op, double bytes, c
 /// Point-to-point transfer of `bytes` between two ranks `stride` apart.
 CollectiveCost send_recv(const HardwareSpec& hw, double bytes, long long stride, bool dies);
 
+/// Fraction of the compute units a DMA-engine transfer still occupies: NVIDIA's NCCL and
+/// DeepEP kernels run on SMs (device.comm_units of device.compute_units); a true copy engine
+/// (comm_units 0, BR166 DMA) none.
+double dma_compute_share(const HardwareSpec& hw);
+
 /// Effective per-rank bandwidth of tier `t` at a message of `bytes` (size efficiency).
 double tier_bandwidth(const TierSpec& t, double bytes);
 

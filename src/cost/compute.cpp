@@ -5,8 +5,23 @@
 #include "paraplan/estimate.hpp"
 
 namespace paraplan::cost {
+namespace {
 
-ComputeModel make_compute_model(const HardwareSpec& hw, Precision precision) {
+GemmCorrection correction_of(const GemmTable* table, const GemmKernelSpec& g, double fraction, int units,
+                             double rate) {
+  GemmCorrection c;
+  if (table == nullptr) return c;
+  for (const GemmPoint& p : table->points) {
+    const double model = gemm_model_efficiency(g, fraction, units, p.m, p.n, p.k, 1, GemmPass::Forward, rate);
+    c.add(p.m, p.n, p.k, p.efficiency / model);
+  }
+  return c;
+}
+
+}  // namespace
+
+ComputeModel make_compute_model(const HardwareSpec& hw, Precision precision,
+                                const std::string& attention_kernel) {
   const DeviceSpec& d = hw.device;
   auto surface = [&](std::initializer_list<GemmKind> order) {
     for (GemmKind k : order) {
@@ -14,20 +29,55 @@ ComputeModel make_compute_model(const HardwareSpec& hw, Precision precision) {
     }
     return GemmEfficiency(kDefaultGemmEfficiency);
   };
+  auto table = [&](std::initializer_list<GemmKind> order) -> const GemmTable* {
+    for (GemmKind k : order) {
+      if (d.table(k) && !d.table(k)->points.empty()) return &*d.table(k);
+    }
+    return nullptr;
+  };
   ComputeModel cm;
+  const bool fp8 = model::fp8_gemms(precision, d);
   cm.dense_bf16 = surface({GemmKind::Bf16});
   cm.grouped_bf16 = surface({GemmKind::GroupedBf16, GemmKind::Bf16});
-  const bool fp8 = model::fp8_gemms(precision, d);
   cm.dense_low = fp8 ? surface({GemmKind::Fp8, GemmKind::Bf16}) : cm.dense_bf16;
   cm.grouped_low = fp8 ? surface({GemmKind::GroupedFp8, GemmKind::Fp8, GemmKind::GroupedBf16,
                                   GemmKind::Bf16})
                        : cm.grouped_bf16;
   cm.peak_bf16 = d.peak(Dtype::Bf16);
   cm.peak_low = fp8 ? d.peak(Dtype::Fp8) : cm.peak_bf16;
-  cm.mem_bw = d.memory_bw_bytes_per_s * d.memory_bound_efficiency;
+  cm.mem_bw = d.memory_bw_bytes_per_s;
+  for (int c = 0; c < kMemClassCount; ++c) cm.mem_fraction[static_cast<std::size_t>(c)] = d.memory_fraction(static_cast<MemClass>(c));
+  cm.gemm_mem_fraction = d.memory_bound_efficiency;
   cm.overhead_s = d.kernel_overhead_s;
-  cm.attention_efficiency = d.attention_efficiency;
+  cm.host_sync_s = d.host_sync_s;
+  cm.units = d.compute_units;
   cm.dies = std::max(1, d.dies);
+  const int die_units = cm.units / cm.dies;
+  if (d.gemm_kernel.present()) {
+    const GemmKernelSpec& g = d.gemm_kernel;
+    cm.kernel = &d.gemm_kernel;
+    cm.fraction_bf16 = g.peak_fraction[static_cast<int>(Dtype::Bf16)];
+    const double f8 = g.peak_fraction[static_cast<int>(Dtype::Fp8)];
+    cm.fraction_low = fp8 && f8 > 0 ? f8 : cm.fraction_bf16;
+    cm.rate_low = cm.peak_bf16 > 0 ? cm.peak_low / cm.peak_bf16 : 1.0;
+    // Measured points correct the model where they were taken (first table of each chain).
+    cm.fix_dense_bf16 = correction_of(table({GemmKind::Bf16}), g, cm.fraction_bf16, die_units, 1.0);
+    cm.fix_grouped_bf16 = correction_of(table({GemmKind::GroupedBf16}), g, cm.fraction_bf16, die_units, 1.0);
+    if (fp8) {
+      cm.fix_dense_low = correction_of(table({GemmKind::Fp8}), g, cm.fraction_low, die_units, cm.rate_low);
+      cm.fix_grouped_low = correction_of(table({GemmKind::GroupedFp8}), g, cm.fraction_low, die_units, cm.rate_low);
+    } else {
+      cm.fix_dense_low = cm.fix_dense_bf16;
+      cm.fix_grouped_low = cm.fix_grouped_bf16;
+    }
+  }
+  for (const AttentionKernelSpec& a : d.attention) {
+    if (attention_kernel.empty() || a.name == attention_kernel) {
+      cm.attention = a;
+      cm.has_attention_kernel = true;
+      break;
+    }
+  }
   return cm;
 }
 
@@ -35,28 +85,71 @@ OpTime op_time(const ComputeModel& cm, const model::Op& op) {
   using model::OpKind;
   const double share = op.per_die ? 1.0 / cm.dies : 1.0;
   const double split = op.per_die ? 1.0 : static_cast<double>(cm.dies);  // duplicate mode
-  const double bw = cm.mem_bw * share;
+  const int units = cm.units / cm.dies;  // one die's units run the kernel
+  const double launch = op.kernels * cm.overhead_s;
   OpTime t;
+  double kernel_s = 0, memory_s = 0;
   switch (op.kind) {
     case OpKind::Gemm:
     case OpKind::GroupedGemm: {
       const bool grouped = op.kind == OpKind::GroupedGemm;
-      const GemmEfficiency& surface = op.low_precision ? (grouped ? cm.grouped_low : cm.dense_low)
-                                                       : (grouped ? cm.grouped_bf16 : cm.dense_bf16);
-      const double peak = (op.low_precision ? cm.peak_low : cm.peak_bf16) * share;
-      t.efficiency = surface.at(op.m / split, op.n, op.k);
-      t.time_s = std::max(op.flops / (peak * t.efficiency), op.bytes / bw) + cm.overhead_s;
-      break;
+      const bool low = op.low_precision;
+      const double peak = (low ? cm.peak_low : cm.peak_bf16) * share;
+      const double m = op.m / split;
+      int kernels = op.kernels;
+      if (cm.kernel != nullptr) {
+        const GemmPass pass = op.phase == model::Phase::InputGrad    ? GemmPass::Dgrad
+                              : op.phase == model::Phase::WeightGrad ? GemmPass::Wgrad
+                                                                     : GemmPass::Forward;
+        const bool loop = grouped && cm.kernel->grouped_loop;
+        if (loop) kernels = op.groups;
+        const double fraction = low ? cm.fraction_low : cm.fraction_bf16;
+        t.efficiency = gemm_model_efficiency(*cm.kernel, fraction, units, m, op.n, op.k,
+                                             loop ? 1 : op.groups, pass, low ? cm.rate_low : 1.0);
+        const GemmCorrection& fix = grouped ? (low ? cm.fix_grouped_low : cm.fix_grouped_bf16)
+                                            : (low ? cm.fix_dense_low : cm.fix_dense_bf16);
+        t.efficiency = std::clamp(t.efficiency * fix.at(m, op.n, op.k), 1e-6, 1.0);
+      } else {
+        const GemmEfficiency& surface = low ? (grouped ? cm.grouped_low : cm.dense_low)
+                                            : (grouped ? cm.grouped_bf16 : cm.dense_bf16);
+        t.efficiency = surface.at(m, op.n, op.k);
+      }
+      kernel_s = op.flops / (peak * t.efficiency);
+      memory_s = op.bytes / (cm.mem_bw * cm.gemm_mem_fraction * share);
+      t.time_s = std::max(kernel_s, memory_s) + kernels * cm.overhead_s;
+      t.achieved = op.flops / t.time_s;
+      t.bound = memory_s > kernel_s ? "memory" : "compute";
+      if (kernels * cm.overhead_s > std::max(kernel_s, memory_s)) t.bound = "launch";
+      return t;
     }
     case OpKind::Attention: {
-      t.efficiency = cm.attention_efficiency > 0 ? cm.attention_efficiency
-                                                 : cm.dense_bf16.at(op.m / split, op.n, op.k);
-      t.time_s = op.flops / (cm.peak_bf16 * share * t.efficiency) + cm.overhead_s;
-      break;
+      if (cm.has_attention_kernel) {
+        const bool backward = op.phase == model::Phase::InputGrad;
+        t.efficiency = attention_efficiency(cm.attention, backward, units, op.groups / split, op.m,
+                                            op.n, op.causal);
+      } else {
+        // No attention kernel figures: the GEMM model's large-shape fraction, or the GEMM
+        // surface at the attention shape.
+        t.efficiency = cm.kernel != nullptr ? cm.fraction_bf16 : cm.dense_bf16.at(op.m / split, op.n, op.k);
+      }
+      kernel_s = op.flops / (cm.peak_bf16 * share * t.efficiency);
+      t.time_s = kernel_s + launch;
+      t.achieved = op.flops / t.time_s;
+      t.bound = launch > kernel_s ? "launch" : "compute";
+      return t;
     }
-    case OpKind::Memory:
-      t.time_s = op.bytes / bw + cm.overhead_s;
-      break;
+    case OpKind::Memory: {
+      const double bw = cm.mem_bw * share * cm.mem_fraction[static_cast<std::size_t>(op.mem_class)];
+      memory_s = op.bytes / bw;
+      t.time_s = memory_s + launch;
+      t.achieved = op.bytes / t.time_s;
+      t.bound = launch > memory_s ? "launch" : "memory";
+      return t;
+    }
+    case OpKind::HostSync:
+      t.time_s = op.kernels * cm.host_sync_s;
+      t.bound = "host";
+      return t;
   }
   return t;
 }
@@ -74,15 +167,33 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
   out.tokens_per_expert = tok.per_expert;
   out.tokens_per_expert_slowest = tok.per_expert_slowest;
   out.experts_per_rank = tok.experts_per_rank;
-  const cost::ComputeModel cm = cost::make_compute_model(plan.hardware, plan.strategy.training.precision);
+  const cost::ComputeModel cm = cost::make_compute_model(plan.hardware, plan.strategy.training.precision,
+                                                         plan.strategy.training.attention_kernel);
   for (const model::Layer& layer : model::build_layers(plan.model, plan.strategy, plan.hardware, load)) {
     LayerEstimate le;
     le.kind = model::name(layer.kind);
     le.count = layer.count;
     for (const model::Op& op : layer.ops) {
       cost::OpTime t = cost::op_time(cm, op);
-      OpEstimate oe{op.name, model::name(op.phase), model::name(op.kind), t.time_s, op.flops, op.bytes,
-                    op.m, op.n, op.k, op.groups, t.efficiency, op.per_die};
+      OpEstimate oe;
+      oe.name = op.name;
+      oe.phase = model::name(op.phase);
+      oe.kind = model::name(op.kind);
+      oe.time_s = t.time_s;
+      oe.flops = op.flops;
+      oe.bytes = op.bytes;
+      oe.m = op.m;
+      oe.n = op.n;
+      oe.k = op.k;
+      oe.groups = op.groups;
+      oe.efficiency = t.efficiency;
+      oe.per_die = op.per_die;
+      oe.kernels = op.kind == model::OpKind::HostSync ? 0 : op.kernels;
+      if (op.kind == model::OpKind::GroupedGemm && cm.kernel != nullptr && cm.kernel->grouped_loop) {
+        oe.kernels = op.groups;
+      }
+      oe.achieved = t.achieved;
+      oe.bound = t.bound;
       switch (op.phase) {
         case model::Phase::Forward: le.forward_s += t.time_s; break;
         case model::Phase::Recompute: le.recompute_s += t.time_s; le.backward_s += t.time_s; break;

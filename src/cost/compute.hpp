@@ -1,43 +1,64 @@
 #pragma once
-// Time of one op on one device: roofline over the hardware's GEMM efficiency surfaces and
-// memory bandwidth, plus the kernel launch overhead.
+// Time of one op on one device: the kernel-level model of src/cost/kernels.hpp (GEMM tiles
+// and waves, attention by pass and sequence, memory-bound kernels by class) or, for a
+// device without a kernel model, the hardware's GEMM efficiency tables; plus the launch
+// overhead of every kernel the op starts.
+
+#include <array>
+#include <string>
 
 #include "cost/gemm_efficiency.hpp"
+#include "cost/kernels.hpp"
 #include "model/op_graph.hpp"
 #include "paraplan/spec.hpp"
 
 namespace paraplan::cost {
 
-/// Everything op_time needs, prepared once per hardware and precision (no table lookups
-/// by name in the hot loop).
+/// Everything op_time needs, prepared once per hardware, precision and attention kernel
+/// (no table lookups by name in the hot loop).
 struct ComputeModel {
+  // Table surfaces (devices without a kernel model), fallbacks resolved.
   GemmEfficiency dense_bf16, dense_low, grouped_bf16, grouped_low;
+  // Kernel model: the GEMM spec, the peak fractions of BF16 and of the strategy's GEMM
+  // precision, and the measured tables' corrections of the model (dense / grouped, BF16 /
+  // low precision).
+  const GemmKernelSpec* kernel = nullptr;
+  double fraction_bf16 = 0, fraction_low = 0;
+  double rate_low = 1;  ///< peak of the GEMM precision over the BF16 peak
+  GemmCorrection fix_dense_bf16, fix_dense_low, fix_grouped_bf16, fix_grouped_low;
+  AttentionKernelSpec attention;  ///< the flash kernel in use (forward == 0: none)
+  bool has_attention_kernel = false;
   double peak_bf16 = 0;   ///< device FLOP/s
   double peak_low = 0;    ///< device FLOP/s in the strategy's GEMM precision
-  double mem_bw = 0;      ///< device bytes/s reached by memory-bound kernels
+  double mem_bw = 0;      ///< device bytes/s through HBM (the raw bandwidth)
+  std::array<double, kMemClassCount> mem_fraction{};  ///< per class
+  double gemm_mem_fraction = 0;  ///< the roofline fraction for GEMM operands
   double overhead_s = 0;  ///< per kernel
-  double attention_efficiency = 0;  ///< 0 = use dense_bf16 at the attention shape
+  double host_sync_s = 0; ///< per host synchronisation
+  int units = 0;          ///< compute units per device
   int dies = 1;
 };
 
-/// Builds the model. Tables missing for a dtype fall back in this order: grouped FP8 ->
-/// FP8 -> grouped BF16 -> BF16 -> constant 0.6; a device without an FP8 peak runs FP8
-/// GEMMs at its BF16 peak.
-ComputeModel make_compute_model(const HardwareSpec& hw, Precision precision);
+/// Builds the model. Without a kernel model, tables missing for a dtype fall back in this
+/// order: grouped FP8 -> FP8 -> grouped BF16 -> BF16 -> constant 0.6. A device without an
+/// FP8 peak runs FP8 GEMMs at its BF16 peak. `attention_kernel` names one of the device's
+/// flash kernels (empty = its first).
+ComputeModel make_compute_model(const HardwareSpec& hw, Precision precision,
+                                const std::string& attention_kernel = {});
 
 /// The constant used when a device has no BF16 table at all (documented default).
 inline constexpr double kDefaultGemmEfficiency = 0.6;
 
 struct OpTime {
   double time_s = 0;
-  double efficiency = 0;  ///< FLOP-rate efficiency used (0 for memory ops)
+  double efficiency = 0;  ///< FLOP-rate efficiency used (GEMM, attention); 0 for memory ops
+  double achieved = 0;    ///< FLOP/s (GEMM, attention) or bytes/s (memory ops) achieved
+  const char* bound = "";  ///< what limits it: compute, memory, launch, host
 };
 
-/// Time of `op`. GEMMs: max(flops / (peak x eff(m, n, k)), bytes / mem_bw) + overhead;
-/// attention: flops / (peak_bf16 x attention eff) + overhead; memory ops:
-/// bytes / mem_bw + overhead. Ops flagged per_die use one die's peak and bandwidth; whole-
-/// device ops on multi-die devices run split over the dies ("duplicate mode"), so their
-/// efficiency is looked up at m / dies.
+/// Time of `op`, including `kernels` x the launch overhead. Ops flagged per_die use one
+/// die's peak, bandwidth and units; whole-device ops on multi-die devices run split over
+/// the dies ("duplicate mode"), each die taking m / dies rows.
 OpTime op_time(const ComputeModel& cm, const model::Op& op);
 
 }  // namespace paraplan::cost

@@ -45,7 +45,7 @@ Stage inter_stage(const HardwareSpec& hw, const EpLayout& ep, std::string name, 
   st.bw = (nic + paired_bandwidth(hw, ep.nodes, &st.link)) / sharers;
   st.time_s = bytes / st.bw + cluster.latency_s;
   st.engine = measured ? measured->engine : cluster.engine;
-  st.compute_share = measured && measured->engine == Engine::Compute ? measured->compute_share : 0.0;
+  st.compute_share = measured && measured->engine == Engine::Compute ? measured->compute_share : dma_compute_share(hw);
   return st;
 }
 
@@ -97,7 +97,7 @@ Stage reorder_stage(const HardwareSpec& hw, double bytes) {
     if (t.name == "die") {
       st.bw = t.bw_bytes_per_s;
       st.engine = t.engine;
-      st.compute_share = t.engine == Engine::Compute ? 1.0 : 0.0;
+      st.compute_share = t.engine == Engine::Compute ? 1.0 : dma_compute_share(hw);
       st.time_s = bytes / st.bw;
     }
   }

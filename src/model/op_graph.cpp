@@ -23,6 +23,7 @@ const char* name(OpKind k) {
     case OpKind::GroupedGemm: return "grouped_gemm";
     case OpKind::Attention: return "attention";
     case OpKind::Memory: return "memory";
+    case OpKind::HostSync: return "host_sync";
   }
   return "?";
 }
@@ -58,13 +59,17 @@ Op gemm(std::string name, Module module, double m, double n, double k, int group
   return op;
 }
 
-Op memory(std::string name, Module module, double bytes, double bwd_bytes) {
+Op memory(std::string name, Module module, double bytes, double bwd_bytes,
+          MemClass cls = MemClass::Elementwise, int kernels = 1, int bwd_kernels = 0) {
   Op op;
   op.name = std::move(name);
   op.kind = OpKind::Memory;
   op.module = module;
   op.bytes = bytes;
   op.bwd_bytes = bwd_bytes;
+  op.mem_class = cls;
+  op.kernels = kernels;
+  op.bwd_kernels = bwd_kernels;
   return op;
 }
 
@@ -78,9 +83,12 @@ struct Ctx {
   int seq;         // sequence length
 };
 
-// Norm over `tokens` x `width`: read x, write y; backward reads x and dy, writes dx.
+// Norm over `tokens` x `width`: read x, write y; backward reads x and dy, writes dx, in a
+// kernel and a second one that reduces the weight gradient over the blocks (TE / apex
+// `ln_bwd` + `ln_bwd_finalize`).
 Op norm(const Ctx&, std::string name, double tokens, double width) {
-  return memory(std::move(name), Module::Norm, 2 * tokens * width * kAct, 3 * tokens * width * kAct);
+  return memory(std::move(name), Module::Norm, 2 * tokens * width * kAct, 3 * tokens * width * kAct,
+                MemClass::Norm, 1, 2);
 }
 
 void add_attention(const Ctx& c, std::vector<Op>& ops) {
@@ -106,10 +114,20 @@ void add_attention(const Ctx& c, std::vector<Op>& ops) {
     ops.push_back(gemm("kv_b_proj", Module::MlaUpProj, T, heads * (a.qk_nope_head_dim + dv),
                        a.kv_lora_rank));
     if (rope) {
-      // RoPE on the rope part of q (per head) and on the shared k_rope.
+      // RoPE on the rope part of q (per head) and on the shared k_rope: two kernels.
       double elems = T * (heads * a.qk_rope_head_dim + a.qk_rope_head_dim);
-      Op r = memory("rope", Module::MlaUpProj, 2 * elems * kAct, 2 * elems * kAct);
-      ops.push_back(r);
+      ops.push_back(memory("rope", Module::MlaUpProj, 2 * elems * kAct, 2 * elems * kAct,
+                           MemClass::Elementwise, 2));
+    }
+    // Megatron-Core MLA assembles the attention inputs by copy: q = cat(q_nope, q_rope) and
+    // k = cat(k_nope, k_rope broadcast over the heads), and makes v (a strided slice of the
+    // kv_b output) contiguous. Reads q_nope, q_rope, k_nope, k_rope and v, writes q, k and
+    // v; backward splits the gradients the same way.
+    {
+      const double dn = a.qk_nope_head_dim, dr = a.qk_rope_head_dim;
+      const double elems = T * (heads * (dn + dr + dn + dv) + dr + heads * (2 * (dn + dr) + dv));
+      ops.push_back(memory("mla_qkv_assemble", Module::MlaUpProj, elems * kAct, elems * kAct,
+                           MemClass::Copy, 3));
     }
   } else {
     kv_heads = std::max(1.0, a.kv_heads / c.t);
@@ -133,7 +151,8 @@ void add_attention(const Ctx& c, std::vector<Op>& ops) {
     scores.low_precision = values.low_precision = false;  // FP8 recipes cover the linear layers
     const double elems = b * heads * (s / cp) * s;
     ops.push_back(scores);
-    ops.push_back(memory("softmax", Module::CoreAttn, 2 * elems * kAct, 3 * elems * kAct));
+    ops.push_back(memory("softmax", Module::CoreAttn, 2 * elems * kAct, 3 * elems * kAct,
+                         MemClass::Softmax));
     if (c.m.attention_dropout > 0) {
       // Dropout on the probabilities (Megatron-LM's attention_dropout): reads them, writes
       // the output and a 1-byte mask; backward reads the gradient and the mask, writes one.
@@ -153,6 +172,7 @@ void add_attention(const Ctx& c, std::vector<Op>& ops) {
     core.n = s;        // keys
     core.k = dqk;
     core.bytes = T * (heads * dqk + kv_heads * dqk + kv_heads * dv + heads * dv) * kAct;
+    core.groups = static_cast<int>(b * heads);
     ops.push_back(core);
   }
   ops.push_back(gemm("o_proj", Module::AttnProj, T, h, heads * dv));
@@ -204,15 +224,27 @@ void add_transformer_layer(const Ctx& c, std::vector<Op>& ops, bool moe, const s
     Op gate = gemm("router_gate", Module::Router, Tr, e.routed_experts, h);
     gate.low_precision = false;
     ops.push_back(gate);
+    // Score function, top-k, gather and normalise the weights, load statistics: small
+    // kernels over the FP32 logits (DeepSeek-V3: sigmoid, group-limited top-k).
     ops.push_back(memory("router_topk", Module::Router, 3 * Tr * e.routed_experts * kFp32,
-                         3 * Tr * e.routed_experts * kFp32));
+                         3 * Tr * e.routed_experts * kFp32, MemClass::Reduction, 4, 3));
     // Local token shuffles around the experts of this rank (the dispatch scheme's own
     // stages are the communication model's): copies in expert order, and back with the
     // top-k weighted sum.
     const double copies = c.tok.per_expert_slowest * c.tok.experts_per_rank;
-    Op permute = memory("permute", Module::Experts, 2 * copies * h * kAct, 2 * copies * h * kAct);
-    Op unpermute = memory("unpermute", Module::Experts, 2 * copies * h * kAct, 2 * copies * h * kAct);
+    // Gathers by index: the index build and the row gather, two kernels each way.
+    Op permute = memory("permute", Module::Experts, 2 * copies * h * kAct, 2 * copies * h * kAct,
+                        MemClass::Permute, 2);
+    Op unpermute = memory("unpermute", Module::Experts, 2 * copies * h * kAct, 2 * copies * h * kAct,
+                          MemClass::Permute, 2);
     permute.per_die = unpermute.per_die = per_die;
+    // Dropless MoE copies the token counts per expert to the host (grouped-GEMM sizes,
+    // all-to-all splits) and waits for them: the stream drains once per forward.
+    Op sync;
+    sync.name = "moe_host_sync";
+    sync.kind = OpKind::HostSync;
+    sync.module = Module::Router;
+    ops.push_back(sync);
     ops.push_back(permute);
     const std::size_t experts_up = ops.size();
     add_ffn(c, ops, "experts.", Module::Experts, Module::ExpertAct, c.tok.per_expert_slowest,
@@ -249,8 +281,9 @@ void add_fp8_casts(std::vector<Op>& ops) {
     if ((op.kind == OpKind::Gemm || op.kind == OpKind::GroupedGemm) && op.low_precision) {
       const double rows = op.quantized_rows > 0 ? op.quantized_rows : op.m * op.groups;
       const double in = rows * op.k;
+      // Row-wise and column-wise (transposed) copies: two kernels each way.
       Op cast = memory(op.name + ".fp8_cast", op.module, in * kCastBytes,
-                       op.m * op.n * op.groups * kCastBytes);
+                       op.m * op.n * op.groups * kCastBytes, MemClass::Cast, 2);
       cast.per_die = op.per_die;
       out.push_back(std::move(cast));
     }
@@ -328,9 +361,11 @@ void add_backward(std::vector<Op>& ops, const Recompute& recompute, bool recompu
           b.phase = Phase::InputGrad;
           b.name = f.name + ".bwd";
           b.bytes = f.bwd_bytes;
+          if (f.bwd_kernels > 0) b.kernels = f.bwd_kernels;
           ops.push_back(b);
         }
         break;
+      case OpKind::HostSync: break;
     }
   }
 }
@@ -385,7 +420,8 @@ std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const Har
     // Vocab-parallel embedding lookup: write the token vectors; backward scatters the
     // gradient into the embedding's FP32 main grad.
     Layer l{LayerKind::Embedding, 1, {}};
-    l.ops.push_back(memory("embedding_lookup", Module::Other, 2 * T * h * kAct, T * h * (kAct + 2 * kFp32)));
+    l.ops.push_back(memory("embedding_lookup", Module::Other, 2 * T * h * kAct, T * h * (kAct + 2 * kFp32),
+                           MemClass::Copy));
     add_backward(l.ops, rc, false);
     layers.push_back(std::move(l));
   }
@@ -395,8 +431,9 @@ std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const Har
     head.low_precision = false;  // the output head stays in BF16 (DeepSeek-V3 sec. 3.3.1)
     ops.push_back(head);
     // Fused softmax cross-entropy over the FP32 logits shard; its backward writes dlogits.
+    // Vocab-parallel cross-entropy (Megatron): max, exp-sum and target-logit passes.
     ops.push_back(memory(prefix + "cross_entropy", Module::Other, T * vocab_shard * (kAct + kFp32),
-                         T * vocab_shard * (kFp32 + kAct)));
+                         T * vocab_shard * (kFp32 + kAct), MemClass::Reduction, 3, 1));
   };
   {
     Layer l{LayerKind::Head, 1, {}};

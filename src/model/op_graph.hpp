@@ -12,7 +12,7 @@
 namespace paraplan::model {
 
 enum class Phase { Forward, InputGrad, WeightGrad, Recompute };
-enum class OpKind { Gemm, GroupedGemm, Attention, Memory };
+enum class OpKind { Gemm, GroupedGemm, Attention, Memory, HostSync };
 enum class LayerKind { Dense, Moe, Embedding, Head, Mtp };
 
 /// Which recompute module an op belongs to (Megatron-LM --recompute-modules names).
@@ -31,6 +31,10 @@ struct Op {
   double bwd_bytes = 0;        ///< Memory ops: bytes of the input-gradient pass (0 = none)
   bool per_die = false;        ///< runs on one die (die-level EP) rather than the whole device
   bool low_precision = false;  ///< GEMM in the strategy's precision (FP8 if set), else BF16
+  MemClass mem_class = MemClass::Elementwise;  ///< Memory ops: the bandwidth class
+  int kernels = 1;             ///< kernels launched (each pays the launch overhead); HostSync: syncs
+  int bwd_kernels = 0;         ///< Memory ops: kernels of the backward pass (0 = as forward)
+  bool causal = true;          ///< Attention: causal mask
   /// FP8: rows of the input quantized before this GEMM; 0 = its m x groups. The routed
   /// experts' tokens are quantized once before the FP8 dispatch, not once per copy.
   double quantized_rows = 0;

@@ -35,7 +35,9 @@ void write_strategy(report::JsonWriter& w, const Plan& plan) {
   w.field("optimizer", spelling(kOptimizerNames, s.training.optimizer));
   w.field("optimizer_offload", s.training.optimizer_offload);
   w.field("activation_offload", s.training.activation_offload);
-  w.field("attention", s.training.unfused_attention ? "unfused" : "flash");
+  w.field("attention", s.training.unfused_attention ? std::string("unfused")
+                       : s.training.attention_kernel.empty() ? std::string("flash")
+                                                             : s.training.attention_kernel);
   w.end_object();
   w.key("moe").begin_object();
   w.field("dispatch", spelling(kDispatchNames, s.moe.dispatch));

@@ -21,6 +21,7 @@ std::size_t LayerKeyHash::operator()(const LayerKey& k) const noexcept {
   mix(static_cast<std::size_t>(k.routing));
   mix(std::hash<double>{}(k.imbalance));
   mix(static_cast<std::size_t>(k.algorithm));
+  mix(std::hash<std::string>{}(k.attention_kernel));
   return h;
 }
 
@@ -47,6 +48,7 @@ LayerKey key_of(const Strategy& s, int model_seq) {
   k.algorithm = s.collective_algorithm;
   k.overlap_tp = s.overlap.tp;
   k.unfused_attention = s.training.unfused_attention;
+  k.attention_kernel = s.training.attention_kernel;
   return k;
 }
 
@@ -68,6 +70,7 @@ LayerCosts compute_layer_costs(const HardwareSpec& hw, const ModelSpec& m, const
   const CommBreakdown comm = estimate_comm(plan);
   out.rank_load = comm.routing.rank_load;
   const ComputeBreakdown compute = estimate_compute(plan, out.rank_load);
+  out.model_flops_per_token = compute.model.flops_per_token + compute.model.mtp_flops_per_token;
   for (const LayerEstimate& l : compute.layers) {
     KindCost& k = kind_of(out, l.kind);
     k.f = l.forward_s;

@@ -29,6 +29,7 @@ struct LayerKey {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto;
   bool overlap_tp = false;
   bool unfused_attention = false;
+  std::string attention_kernel;
 
   bool operator==(const LayerKey&) const = default;
 };
@@ -53,6 +54,7 @@ struct KindCost {
 struct LayerCosts {
   KindCost dense, moe, mtp, embedding, head;
   double rank_load = 1.0;     ///< busiest EP rank / mean (routing)
+  double model_flops_per_token = 0;  ///< MFU convention at the key's sequence length, MTP included
   cost::MemoryInputs memory;  ///< the memory model's per-key inputs
 };
 

@@ -32,7 +32,6 @@ using CommMemo = std::map<std::tuple<int, int, long long, bool, double>, double>
 struct Planner::Impl {
   HardwareSpec hw;
   ModelSpec model;
-  ModelCounts counts;
   search::LayerCostCache cache;
   // Collective times that depend on the DP / PP layout, keyed by (op, size, stride, dies,
   // bytes): a handful of distinct values per search.
@@ -43,7 +42,7 @@ struct Planner::Impl {
   mutable std::map<std::tuple<int, int, long long, bool, double>, double> comm_cache;
 
   Impl(HardwareSpec h, ModelSpec m)
-      : hw(std::move(h)), model(std::move(m)), counts(count_model(model)), cache(hw, model) {}
+      : hw(std::move(h)), model(std::move(m)), cache(hw, model) {}
 
   double collective_time(Collective op, int size, long long stride, bool dies, double bytes,
                          CommMemo* memo) const {
@@ -129,7 +128,7 @@ struct Planner::Impl {
       e.memory_bytes.capacity = mem.capacity;
       return e;
     }
-    return search::evaluate_step(hw, model, counts, s, costs, mem, strategy_comm(s, mem, memo), detail);
+    return search::evaluate_step(hw, model, s, costs, mem, strategy_comm(s, mem, memo), detail);
   }
 };
 
@@ -293,6 +292,7 @@ std::vector<Strategy> enumerate(const HardwareSpec& hw, const ModelSpec& m, cons
   base.overlap = sp.overlap;
   base.collective_algorithm = sp.collective_algorithm;
   base.training.unfused_attention = sp.unfused_attention;
+  base.training.attention_kernel = sp.attention_kernel;
 
   for (int n : nodes) {
     const int devices = n * dpn;
@@ -447,6 +447,7 @@ std::string search_key(const SearchSpace& sp, const SearchOptions& o) {
   }
   for (const Choice<bool>* c : {&sp.sp, &sp.ep_over_dies, &sp.optimizer_offload, &sp.activation_offload}) put(k, *c);
   k += sp.unfused_attention ? "U|" : "F|";
+  k += sp.attention_kernel + "|";
   put(k, sp.precision);
   put(k, sp.recompute);
   put(k, sp.optimizer);

@@ -96,8 +96,7 @@ double bubble(const Strategy& s, const RankTime& chunk) {
 
 }  // namespace
 
-Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const ModelCounts& counts,
-                       const Strategy& s, const LayerCosts& c, const MemoryEstimate& memory,
+Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strategy& s, const LayerCosts& c, const MemoryEstimate& memory,
                        const StrategyComm& comm, bool detail) {
   Estimate e;
   e.strategy = s;
@@ -205,7 +204,8 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const ModelCo
   e.tokens_per_device_per_s = tokens / (e.step_time_s * e.devices);
   e.tokens_per_die_per_s = e.tokens_per_device_per_s / std::max(1, hw.device.dies);
   const double peak = hw.device.peak(Dtype::Bf16) * e.devices;
-  const double model_flops = (counts.flops_per_token + counts.mtp_flops_per_token) * tokens;
+  // FLOP per token at the strategy's sequence length (attention grows with it).
+  const double model_flops = c.model_flops_per_token * tokens;
   e.mfu = model_flops / (e.step_time_s * peak);
   const double per_stage_devices = static_cast<double>(p.tp) * p.cp * p.dp;
   const double rc = micro * per_stage_devices *

@@ -21,8 +21,7 @@ struct DpVolumes {
 
 /// The full estimate of `s` (valid strategy assumed) from its layer costs. `comm` supplies
 /// the PP and DP times; `detail` = false skips the words (the bottleneck text).
-Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const ModelCounts& counts,
-                       const Strategy& s, const LayerCosts& c, const MemoryEstimate& memory,
-                       const StrategyComm& comm, bool detail = true);
+Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strategy& s, const LayerCosts& c,
+                       const MemoryEstimate& memory, const StrategyComm& comm, bool detail = true);
 
 }  // namespace paraplan::search

@@ -132,3 +132,93 @@ TEST_SUITE("calibrate") {
     }
   }
 }
+
+namespace {
+std::string source(const char* rel) { return (fs::path(PARAPLAN_SOURCE_DIR) / rel).string(); }
+}  // namespace
+
+TEST_SUITE("calibrate.gemm_model") {
+  TEST_CASE("the kernel model fitted to a sweep it generated recovers its parameters") {
+    // Rows made by the model itself at known parameters (fraction 0.8, k overhead 128, 128 x
+    // 128 tiles at 0.9 of the 128 x 256 ones, wgrad 0.9): the fit must find them again.
+    GemmKernelSpec truth;
+    truth.tiles = {GemmTile{128, 256, 1.0}, GemmTile{128, 128, 0.9}};
+    truth.k_overhead = 128;
+    truth.max_split_k = 8;
+    truth.wgrad = 0.9;
+    std::vector<GemmRow> rows;
+    for (double m : {1024.0, 4096.0, 8192.0}) {
+      for (double n : {576.0, 1536.0, 4096.0, 14336.0}) {
+        for (double k : {512.0, 2048.0, 7168.0}) {
+          for (const char* pass : {"forward", "wgrad"}) {
+            // what gemm_model_efficiency computes for this shape, written out: the best tile
+            double best = 0;
+            for (const GemmTile& t : truth.tiles) {
+              const double tiles = std::ceil(m / t.m) * std::ceil(n / t.n);
+              for (int s = 1; s <= 8; ++s) {
+                if (s > 1 && tiles * (s - 1) >= 108) break;
+                const double waves = std::ceil(tiles * s / 108) * 108;
+                best = std::max(best, t.efficiency * m * n * k / (waves * t.m * t.n * (k / s + 128)));
+              }
+            }
+            const double eff = 0.8 * best * (std::string(pass) == "wgrad" ? 0.9 : 1.0);
+            rows.push_back(GemmRow{m, n, k, 1, pass, eff});
+          }
+        }
+      }
+    }
+    GemmKernelSpec start;
+    start.tiles = {GemmTile{128, 256, 1.0}, GemmTile{128, 128, 1.0}};
+    const GemmModelCalibration c = calibrate_gemm_model(rows, start, 108, Dtype::Bf16, 312e12, 0, 2, 1);
+    CHECK(c.kernel.peak_fraction[static_cast<int>(Dtype::Bf16)] == doctest::Approx(0.8).epsilon(0.01));
+    CHECK(c.kernel.k_overhead == doctest::Approx(128));
+    CHECK(c.kernel.tiles[1].efficiency == doctest::Approx(0.9));
+    CHECK(c.kernel.wgrad == doctest::Approx(0.9).epsilon(0.01));
+    CHECK(c.fixed_s == 0);
+    CHECK(c.mean_error < 0.005);
+    CHECK(c.fitted_wgrad);
+    CHECK_FALSE(c.fitted_dgrad);
+  }
+
+  TEST_CASE("recorded fits: re-running them gives the numbers the presets carry") {
+    // hardware/a100-sxm-ib.yaml takes its tiles, k_overhead and wgrad from the fit of
+    // `paraplan calibrate gemm hardware/calibration/a100-pcie-gemm-simumax.csv --model -H
+    // a100-sxm-ib --units 108`, and its BF16 fraction = that fit's A100 PCIe fraction x the
+    // MAMF ratio of the SXM4 and PCIe parts, 271.2 / 252.9 (gemm_mamf_bf16_fp8).
+    const HardwareSpec a100 = load_hardware("a100-sxm-ib");
+    const auto rows = read_gemm_rows(source("hardware/calibration/a100-pcie-gemm-simumax.csv"), 312e12);
+    CHECK(rows.size() == 183);
+    const GemmModelCalibration a = calibrate_gemm_model(rows, a100.device.gemm_kernel, 108, Dtype::Bf16, 312e12,
+                                                        a100.device.memory_bw_bytes_per_s * a100.device.memory_bound_efficiency,
+                                                        2, 1);
+    const GemmKernelSpec& g = a100.device.gemm_kernel;
+    CHECK(g.k_overhead == a.kernel.k_overhead);
+    REQUIRE(g.tiles.size() == a.kernel.tiles.size());
+    for (std::size_t i = 0; i < g.tiles.size(); ++i) CHECK(g.tiles[i].efficiency == doctest::Approx(a.kernel.tiles[i].efficiency));
+    CHECK(g.wgrad == doctest::Approx(a.kernel.wgrad).epsilon(0.001));
+    const double pcie = a.kernel.peak_fraction[static_cast<int>(Dtype::Bf16)];
+    CHECK(g.peak_fraction[static_cast<int>(Dtype::Bf16)] == doctest::Approx(pcie * 271.2 / 252.9).epsilon(0.001));
+    CHECK(a.mean_error < 0.05);
+    // The recorded overlay holds the same fit.
+    const HardwareSpec recorded = load_hardware(source("hardware/calibration/a100-pcie-gemm-fit.yaml"));
+    CHECK(recorded.device.gemm_kernel.peak_fraction[static_cast<int>(Dtype::Bf16)] == doctest::Approx(pcie).epsilon(0.001));
+
+    // hardware/h800-ib.yaml (and h100-sxm-ib.yaml, the same SMs): tiles, k_overhead and the
+    // FP8 fraction from `paraplan calibrate gemm hardware/calibration/h800-deepgemm-fp8.csv
+    // --model -H h800-ib --dtype fp8` (DeepGEMM's H800 table; k overhead in BF16 elements).
+    const HardwareSpec h800 = load_hardware("h800-ib");
+    const auto fp8 = read_gemm_rows(source("hardware/calibration/h800-deepgemm-fp8.csv"), 1979e12);
+    const GemmModelCalibration h = calibrate_gemm_model(fp8, h800.device.gemm_kernel, 132, Dtype::Fp8, 1979e12,
+                                                        h800.device.memory_bw_bytes_per_s * h800.device.memory_bound_efficiency,
+                                                        1, 1979.0 / 989.0);
+    for (const char* name : {"h800-ib", "h100-sxm-ib"}) {
+      const GemmKernelSpec& k = load_hardware(name).device.gemm_kernel;
+      CHECK(k.k_overhead == h.kernel.k_overhead);
+      for (std::size_t i = 0; i < k.tiles.size(); ++i) CHECK(k.tiles[i].efficiency == doctest::Approx(h.kernel.tiles[i].efficiency));
+      CHECK(k.peak_fraction[static_cast<int>(Dtype::Fp8)] ==
+            doctest::Approx(h.kernel.peak_fraction[static_cast<int>(Dtype::Fp8)]).epsilon(0.001));
+    }
+    CHECK(h.mean_error < 0.10);
+  }
+}
+

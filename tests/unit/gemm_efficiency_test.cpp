@@ -49,8 +49,12 @@ TEST_SUITE("cost.gemm_efficiency") {
   }
 
   TEST_CASE("scattered points: monotone in every dimension, within (0, 1], exact where consistent") {
-    // The BR166 grouped table (for-loop points at n = 1024/2048, TCore points at n = 4096)
-    const GemmEfficiency e(*paraplan::load_hardware("br166-ubbv2").device.table(paraplan::GemmKind::GroupedBf16));
+    // SEED_DIGEST.md sec. 1.6: BR166 for-loop points at n = 1024/2048 and TCore points at n = 4096
+    paraplan::GemmTable t;
+    t.points = {{1024, 1024, 7168, 0.100}, {1024, 2048, 7168, 0.174}, {2048, 1024, 7168, 0.176},
+                {2048, 2048, 7168, 0.211}, {1024, 4096, 7168, 0.34},  {2048, 4096, 7168, 0.42},
+                {4096, 4096, 7168, 0.53}};
+    const GemmEfficiency e(t);
     CHECK(e.at(2048, 2048, 7168) == doctest::Approx(0.211));
     CHECK(e.at(1024, 1024, 7168) == doctest::Approx(0.100));
     std::mt19937 rng(7);

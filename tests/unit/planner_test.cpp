@@ -22,7 +22,6 @@ struct Synthetic {
   ModelSpec m = load_model("llama3-70b");
   Strategy s;
   search::LayerCosts c;
-  ModelCounts counts{};
 
   Synthetic(int layers, int pp, int micro_batches, Schedule schedule, int vpp = 1) {
     m.layers = layers;
@@ -39,7 +38,7 @@ struct Synthetic {
     c.dense.w = 1.0;
   }
   Estimate run() const {
-    return search::evaluate_step(hw, m, counts, s, c, MemoryEstimate{}, search::StrategyComm{});
+    return search::evaluate_step(hw, m, s, c, MemoryEstimate{}, search::StrategyComm{});
   }
 };
 
@@ -100,7 +99,7 @@ TEST_SUITE("search.step") {
 
   TEST_CASE("TGS = global_batch x seq / (step x devices); MFU over the BF16 peak") {
     Synthetic x(4, 4, 8, Schedule::OneFOneB);
-    x.counts.flops_per_token = 1e9;
+    x.c.model_flops_per_token = 1e9;
     Estimate e = x.run();
     const double tokens = 8.0 * x.m.seq_len;
     CHECK(e.devices == 32);

@@ -1,0 +1,158 @@
+// The kernel-level GEMM model fitted to a measured sweep (paraplan calibrate gemm --model).
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <numeric>
+
+#include "cost/kernels.hpp"
+#include "paraplan/calibrate.hpp"
+#include "paraplan/errors.hpp"
+
+namespace paraplan {
+namespace {
+
+cost::GemmPass pass_of(const std::string& p) {
+  return p == "dgrad" ? cost::GemmPass::Dgrad : p == "wgrad" ? cost::GemmPass::Wgrad : cost::GemmPass::Forward;
+}
+
+struct Trial {
+  GemmKernelSpec kernel;
+  double fraction = 0, fixed_s = 0, mean = 1e300;
+  std::vector<double> errors;  // signed relative errors per row
+};
+
+struct Fit {
+  const std::vector<GemmRow>& rows;
+  int units;
+  double peak, roofline, input_bytes, rate;
+};
+
+// For fixed tiles, k overhead and per-kernel time: the fraction and pass factors in closed
+// form (means of log residuals per pass, forward rows setting the fraction), then the rows'
+// errors. A row's modelled time is max(FLOP / (peak x efficiency), bytes / roofline) + fixed.
+Trial evaluate(const GemmKernelSpec& g, double fixed_s, const Fit& f) {
+  Trial t;
+  t.kernel = g;
+  t.fixed_s = fixed_s;
+  GemmKernelSpec plain = g;
+  plain.dgrad = plain.wgrad = 1.0;
+  std::array<double, 3> sum{}, count{};
+  std::vector<double> shape(f.rows.size());
+  for (std::size_t i = 0; i < f.rows.size(); ++i) {
+    const GemmRow& r = f.rows[i];
+    shape[i] = cost::gemm_model_efficiency(plain, 1.0, f.units, r.m, r.n, r.k, r.groups, cost::GemmPass::Forward,
+                                           f.rate);
+    // The efficiency the compute part must have for the measured time, less the fixed part.
+    const double flops = 2 * r.m * r.n * r.k * r.groups;
+    const double busy = flops / (f.peak * r.efficiency) - fixed_s;
+    if (busy <= 0) return t;  // the fixed time alone exceeds this row: not a candidate
+    // Rows whose time their HBM traffic explains say nothing about the compute fraction.
+    const double bytes = ((r.m * r.k + r.k * r.n) * f.input_bytes + r.m * r.n * 2.0) * r.groups;
+    if (f.roofline > 0 && busy < 1.25 * bytes / f.roofline) continue;
+    const std::size_t pi = static_cast<std::size_t>(pass_of(r.pass));
+    sum[pi] += std::log(flops / (f.peak * busy) / shape[i]);
+    count[pi] += 1;
+  }
+  std::size_t base = 0;
+  while (base < 3 && count[base] == 0) ++base;
+  if (base == 3) return t;  // every row memory-bound: nothing to fit
+  const double log_fraction = sum[base] / count[base];
+  t.fraction = std::min(1.0, std::exp(log_fraction));
+  t.kernel.dgrad = count[1] > 0 && base == 0 ? std::min(1.0, std::exp(sum[1] / count[1] - log_fraction)) : 1.0;
+  t.kernel.wgrad = count[2] > 0 && base == 0 ? std::min(1.0, std::exp(sum[2] / count[2] - log_fraction)) : 1.0;
+  // The log-mean fraction, refined by a scan of +-12% for the smallest mean |error| (the
+  // log mean is the least-squares optimum, not the least-absolute one).
+  const double closed = t.fraction;
+  std::vector<double> errors(f.rows.size());
+  for (int step = -12; step <= 12; ++step) {
+    const double fraction = std::min(1.0, closed * (1 + 0.01 * step));
+    double abs_sum = 0;
+    for (std::size_t i = 0; i < f.rows.size(); ++i) {
+      const GemmRow& r = f.rows[i];
+      const cost::GemmPass p = pass_of(r.pass);
+      const double e = fraction * shape[i] *
+                       (p == cost::GemmPass::Dgrad ? t.kernel.dgrad : p == cost::GemmPass::Wgrad ? t.kernel.wgrad : 1.0);
+      const double flops = 2 * r.m * r.n * r.k * r.groups;
+      double time = flops / (f.peak * e);
+      if (f.roofline > 0) {
+        const double bytes = ((r.m * r.k + r.k * r.n) * f.input_bytes + r.m * r.n * 2.0) * r.groups;
+        time = std::max(time, bytes / f.roofline);
+      }
+      errors[i] = (flops / (f.peak * (time + fixed_s)) - r.efficiency) / r.efficiency;
+      abs_sum += std::fabs(errors[i]);
+    }
+    const double mean = abs_sum / static_cast<double>(f.rows.size());
+    if (mean < t.mean) {
+      t.mean = mean;
+      t.fraction = fraction;
+      t.errors = errors;
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+GemmModelCalibration calibrate_gemm_model(const std::vector<GemmRow>& rows, const GemmKernelSpec& start,
+                                          int units, Dtype dtype, double peak, double roofline_bytes_per_s,
+                                          double input_bytes, double rate) {
+  if (rows.empty()) throw Error("calibrate gemm --model: no rows to fit");
+  if (units <= 0) throw Error("calibrate gemm --model: the GPU's compute units are unknown (--units N)");
+  GemmKernelSpec g = start;
+  if (g.tiles.empty()) g.tiles = {GemmTile{128, 256, 1.0}, GemmTile{256, 128, 1.0}, GemmTile{128, 128, 1.0}};
+  // Only the tile shapes come from the start: every relative speed is refitted from 1, so
+  // the result does not depend on what the hardware file held before.
+  for (GemmTile& t : g.tiles) t.efficiency = 1.0;
+  if (g.max_split_k < 2) g.max_split_k = 8;
+  const Fit fit{rows, units, peak, roofline_bytes_per_s, input_bytes, rate};
+  // Grid: k overhead (in elements of k at the BF16 rate) in steps of 8 up to 1024, a fixed
+  // time per kernel of 0..6 us, and each other tile's relative speed in steps of 0.025 from
+  // 0.7 to 1, one tile at a time (coordinate passes), twice.
+  Trial best;
+  auto consider = [&](const GemmKernelSpec& cand, double fixed_s) {
+    Trial t = evaluate(cand, fixed_s, fit);
+    if (t.mean < best.mean - 1e-12) best = std::move(t);
+  };
+  for (int round = 0; round < 2; ++round) {
+    const GemmKernelSpec base = best.mean < 1e300 ? best.kernel : g;
+    for (int us = 0; us <= 6; ++us) {
+      for (int k0 = 0; k0 <= 1024; k0 += 8) {
+        GemmKernelSpec cand = base;
+        cand.k_overhead = k0;
+        consider(cand, us * 1e-6);
+      }
+    }
+    if (best.mean >= 1e300) break;
+    for (std::size_t ti = 1; ti < g.tiles.size(); ++ti) {
+      for (int step = 0; step <= 12; ++step) {
+        GemmKernelSpec cand = best.kernel;
+        cand.tiles[ti].efficiency = 0.7 + 0.025 * step;
+        consider(cand, best.fixed_s);
+      }
+    }
+  }
+  if (best.mean >= 1e300) throw Error("calibrate gemm --model: no model fits these rows");
+  GemmModelCalibration c;
+  c.kernel = best.kernel;
+  c.kernel.peak_fraction = {};
+  c.kernel.peak_fraction[static_cast<int>(dtype)] = best.fraction;
+  c.dtype = dtype;
+  c.units = units;
+  c.rows = static_cast<int>(rows.size());
+  c.mean_error = best.mean;
+  std::vector<double> a;
+  for (double e : best.errors) a.push_back(std::fabs(e));
+  std::sort(a.begin(), a.end());
+  c.median_error = a[a.size() / 2];
+  c.worst_error = a.back();
+  c.bias = std::accumulate(best.errors.begin(), best.errors.end(), 0.0) / static_cast<double>(best.errors.size());
+  c.fixed_s = best.fixed_s;
+  for (const GemmRow& r : rows) {
+    c.fitted_dgrad = c.fitted_dgrad || r.pass == "dgrad";
+    c.fitted_wgrad = c.fitted_wgrad || r.pass == "wgrad";
+  }
+  return c;
+}
+
+}  // namespace paraplan

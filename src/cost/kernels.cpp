@@ -1,0 +1,70 @@
+#include "cost/kernels.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace paraplan::cost {
+
+double gemm_model_efficiency(const GemmKernelSpec& g, double peak_fraction, int units, double m,
+                             double n, double k, int groups, GemmPass pass, double rate) {
+  if (m <= 0 || n <= 0 || k <= 0) return peak_fraction;
+  const double pass_factor = pass == GemmPass::Dgrad ? g.dgrad : pass == GemmPass::Wgrad ? g.wgrad : 1.0;
+  const double work = static_cast<double>(groups) * m * n * k;  // useful MACs
+  double best = 0;
+  for (const GemmTile& t : g.tiles) {
+    const double tiles = static_cast<double>(groups) * std::ceil(m / t.m) * std::ceil(n / t.n);
+    const int max_split = units > 0 ? std::max(1, g.max_split_k) : 1;
+    for (int s = 1; s <= max_split; ++s) {
+      // Split k only while the grid leaves compute units idle (cuBLAS split-K, stream-K).
+      if (s > 1 && tiles * (s - 1) >= units) break;
+      const double waves = units > 0 ? std::ceil(tiles * s / units) * units : tiles * s;
+      const double done = waves * t.m * t.n * (k / s + g.k_overhead * rate);  // MAC slots spent
+      best = std::max(best, t.efficiency * work / done);
+    }
+  }
+  return std::clamp(peak_fraction * pass_factor * best, 1e-6, 1.0);
+}
+
+double gemm_time(const KernelResources& r, double flops, double bytes, double eff) {
+  const double compute = flops / (r.peak_flop_per_s * eff);
+  const double memory = r.mem_bw > 0 ? bytes / r.mem_bw : 0.0;
+  return std::max(compute, memory);
+}
+
+double attention_efficiency(const AttentionKernelSpec& k, bool backward, int units, double groups,
+                            double queries, double keys, bool causal) {
+  const double e = backward ? k.backward : k.forward;
+  const double overhead = backward ? k.backward_overhead : k.forward_overhead;
+  if (queries <= 0 || keys <= 0) return e;
+  // Tiles run along the queries in the forward pass and along the keys in the backward one;
+  // each meets, on average, half of the other side under a causal mask.
+  const double rows = backward ? keys : queries;
+  const double cols = backward ? queries : keys;
+  const double tiles = std::max(1.0, groups) * std::ceil(rows / std::max(1.0, k.block));
+  const double mean_cols = causal ? cols / 2 : cols;
+  const double work = tiles * mean_cols;                  // ideal, in columns x tiles
+  double span = tiles * (mean_cols + overhead);           // total work with the per-tile cost
+  if (units > 0) span = std::max(span / units, cols + overhead) * units;  // largest-first bound
+  return std::clamp(e * work / span, 1e-6, 1.0);
+}
+
+void GemmCorrection::add(double m, double n, double k, double ratio) {
+  pts_.push_back({{std::log2(std::max(m, 1.0)), std::log2(std::max(n, 1.0)), std::log2(std::max(k, 1.0))}, ratio});
+}
+
+double GemmCorrection::at(double m, double n, double k) const {
+  if (pts_.empty()) return 1.0;
+  const double x[3] = {std::log2(std::max(m, 1.0)), std::log2(std::max(n, 1.0)), std::log2(std::max(k, 1.0))};
+  double num = 0, den = 0;
+  for (const P& p : pts_) {
+    double d2 = 0;
+    for (int i = 0; i < 3; ++i) d2 += (x[i] - p.x[i]) * (x[i] - p.x[i]);
+    if (d2 < 1e-18) return p.ratio;
+    const double w = 1.0 / (d2 * d2);  // inverse distance, power 4 in d (2 in d^2)
+    num += w * p.ratio;
+    den += w;
+  }
+  return num / den;
+}
+
+}  // namespace paraplan::cost

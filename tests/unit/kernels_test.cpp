@@ -1,0 +1,135 @@
+// Kernel-level times: GEMM tiles and waves, split-k, the per-tile k overhead, pass factors,
+// grouped GEMMs as one kernel or a loop; flash attention by pass, sequence and mask; memory-
+// bound classes and launch overheads. Every expected value is worked out by hand from the
+// formulas in src/cost/kernels.hpp (docs/cost-model.md, "Kernels").
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "cost/compute.hpp"
+#include "cost/kernels.hpp"
+#include "model/op_graph.hpp"
+#include "paraplan/config.hpp"
+
+using namespace paraplan;
+using cost::GemmPass;
+
+namespace {
+
+GemmKernelSpec one_tile(double k_overhead = 0, int split = 1) {
+  GemmKernelSpec g;
+  g.tiles = {GemmTile{128, 256, 1.0}};
+  g.k_overhead = k_overhead;
+  g.max_split_k = split;
+  return g;
+}
+
+}  // namespace
+
+TEST_SUITE("cost.kernels") {
+  TEST_CASE("GEMM waves: a full wave runs at the fraction, one more tile row takes a second wave") {
+    // 132 units, 128 x 256 tiles: m = 128 x 12, n = 256 x 11 is exactly 132 tiles, one wave.
+    const GemmKernelSpec g = one_tile();
+    CHECK(cost::gemm_model_efficiency(g, 0.8, 132, 1536, 2816, 4096, 1, GemmPass::Forward) == doctest::Approx(0.8));
+    // m = 1537: 13 x 11 = 143 tiles -> 2 waves = 264 slots of 128 x 256 outputs for
+    // 1537 x 2816 useful ones: 0.8 x 1537 x 2816 / (264 x 128 x 256)
+    CHECK(cost::gemm_model_efficiency(g, 0.8, 132, 1537, 2816, 4096, 1, GemmPass::Forward) ==
+          doctest::Approx(0.8 * 1537.0 * 2816 / (264.0 * 128 * 256)));
+  }
+
+  TEST_CASE("k overhead: each tile pays k0 more elements of k; FP8 pays rate x k0") {
+    const GemmKernelSpec g = one_tile(256);
+    // one full wave: efficiency = fraction x k / (k + k0) = 0.8 x 4096 / 4352
+    CHECK(cost::gemm_model_efficiency(g, 0.8, 132, 1536, 2816, 4096, 1, GemmPass::Forward) ==
+          doctest::Approx(0.8 * 4096 / 4352.0));
+    // at twice the rate (FP8 on Hopper) the same fixed time is 512 elements of k
+    CHECK(cost::gemm_model_efficiency(g, 0.8, 132, 1536, 2816, 4096, 1, GemmPass::Forward, 2.0) ==
+          doctest::Approx(0.8 * 4096 / 4608.0));
+  }
+
+  TEST_CASE("split-k fills idle units when the tiles alone do not") {
+    // m = 128, n = 256 x 16: 16 tiles on 132 units. Without splitting: 1 wave, 16 / 132 of
+    // the units busy -> 0.8 x 16 / 132. With up to 8 splits: s tiles x 16 <= 132 allows s = 8
+    // (128 slots, one wave, each doing k / 8): efficiency = 0.8 x (128 x 4096 x k) /
+    // (132 x 128 x 256 x k / 8) = 0.8 x 128 / 132 (k overhead 0).
+    CHECK(cost::gemm_model_efficiency(one_tile(0, 1), 0.8, 132, 128, 4096, 16384, 1, GemmPass::Forward) ==
+          doctest::Approx(0.8 * 16 / 132.0));
+    CHECK(cost::gemm_model_efficiency(one_tile(0, 8), 0.8, 132, 128, 4096, 16384, 1, GemmPass::Forward) ==
+          doctest::Approx(0.8 * 128 / 132.0));
+  }
+
+  TEST_CASE("passes: dgrad and wgrad scale the forward efficiency; a smaller tile wins when it fits better") {
+    GemmKernelSpec g = one_tile();
+    g.wgrad = 0.9;
+    g.dgrad = 0.95;
+    CHECK(cost::gemm_model_efficiency(g, 0.8, 132, 1536, 2816, 4096, 1, GemmPass::Wgrad) == doctest::Approx(0.72));
+    CHECK(cost::gemm_model_efficiency(g, 0.8, 132, 1536, 2816, 4096, 1, GemmPass::Dgrad) == doctest::Approx(0.76));
+    // n = 128 x 33 = 4224 with m = 128 x 4 = 512: 128 x 256 tiles -> 4 x 17 = 68 tiles in one
+    // wave, n padded to 4352 (4224 / 4352 used) and 68 of 132 units -> 0.8 x 512 x 4224 /
+    // (132 x 128 x 256). A 128 x 128 tile at 0.95: 4 x 33 = 132 tiles, one full wave ->
+    // 0.8 x 0.95 = 0.76, the larger.
+    g.tiles.push_back(GemmTile{128, 128, 0.95});
+    CHECK(cost::gemm_model_efficiency(g, 0.8, 132, 512, 4224, 4096, 1, GemmPass::Forward) == doctest::Approx(0.76));
+  }
+
+  TEST_CASE("grouped GEMM: one persistent kernel packs the groups' tiles into common waves") {
+    // 4 groups of m = 128 x 3, n = 256 x 11: 33 tiles each, 132 together = one wave -> 0.8;
+    // alone, one group is a third of a wave -> 0.8 x 33 / 132.
+    const GemmKernelSpec g = one_tile();
+    CHECK(cost::gemm_model_efficiency(g, 0.8, 132, 384, 2816, 4096, 4, GemmPass::Forward) == doctest::Approx(0.8));
+    CHECK(cost::gemm_model_efficiency(g, 0.8, 132, 384, 2816, 4096, 1, GemmPass::Forward) ==
+          doctest::Approx(0.8 * 33 / 132.0));
+  }
+
+  TEST_CASE("flash attention: per-tile overhead, causal half, largest-first bound on few tiles") {
+    AttentionKernelSpec k{"t", 0.6, 0.5, 128, 200, 300};
+    // many tiles (32 heads x 64 query tiles = 2048 on 132 units), causal, s = 8192: each tile
+    // meets 4096 keys on average: forward 0.6 x 4096 / (4096 + 200)
+    CHECK(cost::attention_efficiency(k, false, 132, 32, 8192, 8192, true) == doctest::Approx(0.6 * 4096 / 4296.0));
+    // backward: tiles along the keys, 0.5 x 4096 / (4096 + 300)
+    CHECK(cost::attention_efficiency(k, true, 132, 32, 8192, 8192, true) == doctest::Approx(0.5 * 4096 / 4396.0));
+    // no mask: every tile meets all 8192 keys: 0.6 x 8192 / 8392
+    CHECK(cost::attention_efficiency(k, false, 132, 32, 8192, 8192, false) == doctest::Approx(0.6 * 8192 / 8392.0));
+    // 1 head, s = 4096: 32 tiles on 132 units. Total work 32 x (2048 + 200) / 132 = 545 is
+    // below the longest tile, 4096 + 200 keys: that tile sets the time, and 0.6 x (32 x
+    // 2048) / (132 x 4296) of the device is useful.
+    CHECK(cost::attention_efficiency(k, false, 132, 1, 4096, 4096, true) ==
+          doctest::Approx(0.6 * 32 * 2048 / (132.0 * 4296)));
+  }
+
+  TEST_CASE("measured table points correct the model exactly where they were taken") {
+    cost::GemmCorrection c;
+    c.add(4096, 4096, 7168, 0.9);
+    c.add(1024, 4096, 7168, 0.5);
+    CHECK(c.at(4096, 4096, 7168) == doctest::Approx(0.9));
+    CHECK(c.at(1024, 4096, 7168) == doctest::Approx(0.5));
+    // halfway in log2 m (2048): equal distances, equal weights -> the mean
+    CHECK(c.at(2048, 4096, 7168) == doctest::Approx(0.7));
+    CHECK(cost::GemmCorrection{}.at(1, 2, 3) == 1.0);
+  }
+
+  TEST_CASE("op times: memory classes, launches, host syncs, per-die resources") {
+    HardwareSpec hw = load_hardware("h800-ib");
+    const cost::ComputeModel cm = cost::make_compute_model(hw, Precision::Bf16);
+    model::Op norm;
+    norm.kind = model::OpKind::Memory;
+    norm.mem_class = MemClass::Norm;
+    norm.bytes = 1e9;
+    norm.kernels = 2;
+    // h800-ib: norms at 0.31 of 3.35 TB/s, two launches of 4.5 us
+    CHECK(cost::op_time(cm, norm).time_s == doctest::Approx(1e9 / (0.31 * 3.35e12) + 2 * 4.5e-6));
+    CHECK(std::string(cost::op_time(cm, norm).bound) == "memory");
+    model::Op copy = norm;
+    copy.mem_class = MemClass::Copy;  // no class figure: memory_bound_efficiency 0.8
+    copy.kernels = 1;
+    CHECK(cost::op_time(cm, copy).time_s == doctest::Approx(1e9 / (0.8 * 3.35e12) + 4.5e-6));
+    model::Op sync;
+    sync.kind = model::OpKind::HostSync;
+    CHECK(cost::op_time(cm, sync).time_s == doctest::Approx(20e-6));  // host_sync 20 us
+    // A tiny kernel is launch-bound
+    model::Op tiny = copy;
+    tiny.bytes = 1e3;
+    CHECK(std::string(cost::op_time(cm, tiny).bound) == "launch");
+  }
+}
