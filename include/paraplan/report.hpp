@@ -23,10 +23,12 @@ namespace paraplan {
 /// stages, links, volumes and times, the routing statistics and the pipeline send.
 [[nodiscard]] PARAPLAN_EXPORT std::string comm_text(const Plan& plan, const CommBreakdown& c);
 
-/// A readable report of a compute breakdown: counts, per-layer forward/backward times and
-/// every op with its shape, efficiency and time. `all_ops` = false lists forward ops only.
+/// A readable report of a compute breakdown: counts, per-layer forward/backward times (with
+/// the layer's TP / EP communication as executed when `comm` is given) and every op with its
+/// shape, efficiency, kernels, achieved rate, what bounds it and its time. `all_ops` = false
+/// lists forward ops only.
 [[nodiscard]] PARAPLAN_EXPORT std::string compute_text(const Plan& plan, const ComputeBreakdown& b,
-                                                       bool all_ops);
+                                                       bool all_ops, const CommBreakdown* comm = nullptr);
 
 /// Memory of a strategy as a JSON object: the pinned `memory_bytes` keys (DESIGN.md sec. 5:
 /// weights, gradients, optimizer_states, activations, buffers, reserve, total, capacity) for

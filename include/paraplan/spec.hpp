@@ -306,6 +306,10 @@ struct MoeExec {
   Dispatch dispatch = Dispatch::AllToAll;
   Routing routing = Routing::Uniform;
   double imbalance = 1.0;  ///< max/mean expert load beyond random routing
+  /// Tokens cross the EP group in FP8 (1 B per element + an FP32 scale per 128; quantized
+  /// once before the dispatch, DeepSeek-V3 sec. 3.3.2) rather than BF16; the combine stays
+  /// BF16. Takes effect with FP8 GEMMs only. `moe.dispatch_precision: fp8`.
+  bool fp8_dispatch = false;
 };
 
 /// Which communication overlaps with compute.
@@ -380,6 +384,7 @@ struct SearchSpace {
   Choice<Dispatch> dispatch;
   Choice<Routing> routing;
   double imbalance = 1.0;
+  bool fp8_dispatch = false;  ///< moe.dispatch_precision: fp8
   Choice<Schedule> schedule;
   Overlap overlap;
   CollectiveAlgorithm collective_algorithm = CollectiveAlgorithm::Auto;

@@ -206,6 +206,9 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
     choice.read(m, "dispatch", sp.dispatch, enumeration(kDispatchNames));
     choice.read(m, "routing", sp.routing, enumeration(kRoutingNames));
     if (auto v = m.number("imbalance", 1.0, 1e6)) sp.imbalance = *v;
+    if (auto v = m.enumeration("dispatch_precision", EnumNames<bool>{{"bf16", false}, {"fp8", true}})) {
+      sp.fp8_dispatch = *v;
+    }
     m.finish();
   }
   choice.read(r, "schedule", sp.schedule, enumeration(kScheduleNames));
@@ -263,6 +266,7 @@ Strategy read_strategy(const Node& root, Diags& diags) {
   s.moe.dispatch = first_or(sp.dispatch, Dispatch::AllToAll);
   s.moe.routing = first_or(sp.routing, Routing::Uniform);
   s.moe.imbalance = sp.imbalance;
+  s.moe.fp8_dispatch = sp.fp8_dispatch;
   s.schedule = first_or(sp.schedule, Schedule::OneFOneB);
   s.overlap = sp.overlap;
   s.collective_algorithm = sp.collective_algorithm;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "cost/queueing.hpp"
+#include "model/op_graph.hpp"
 
 namespace paraplan::cost {
 namespace {
@@ -158,7 +159,9 @@ EpLayout ep_layout(const HardwareSpec& hw, const ModelSpec& m, const Strategy& s
   const double h = m.hidden;
   // FP8 dispatch: one byte per element plus an FP32 scale per 128-element tile
   // (DeepSeek-V3 sec. 3.3.2); combine stays BF16.
-  ep.dispatch_bytes = s.training.precision == Precision::Fp8 ? h + 4 * std::ceil(h / 128) : 2 * h;
+  ep.dispatch_bytes = s.moe.fp8_dispatch && model::fp8_gemms(s.training.precision, hw.device)
+                          ? h + 4 * std::ceil(h / 128)
+                          : 2 * h;
   ep.combine_bytes = 2 * h;
   if (m.moe) {
     const int max_nodes = s.moe.routing == Routing::NodeLimited ? m.moe->max_nodes_per_token : 0;

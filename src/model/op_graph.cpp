@@ -250,7 +250,9 @@ void add_transformer_layer(const Ctx& c, std::vector<Op>& ops, bool moe, const s
     add_ffn(c, ops, "experts.", Module::Experts, Module::ExpertAct, c.tok.per_expert_slowest,
             e.expert_intermediate / static_cast<double>(c.s.parallel.etp), c.tok.experts_per_rank,
             per_die);
-    ops[experts_up].quantized_rows = c.tok.per_rank_moe;  // quantized before the dispatch
+    // An FP8 dispatch quantizes the rank's tokens once before sending them; otherwise every
+    // received copy is quantized in front of the expert GEMM.
+    if (c.s.moe.fp8_dispatch) ops[experts_up].quantized_rows = c.tok.per_rank_moe;
     ops.push_back(unpermute);
     if (e.shared_experts > 0) {
       add_ffn(c, ops, "shared_experts.", Module::SharedExperts, Module::SharedExperts,

@@ -43,6 +43,7 @@ void write_strategy(report::JsonWriter& w, const Plan& plan) {
   w.field("dispatch", spelling(kDispatchNames, s.moe.dispatch));
   w.field("routing", spelling(kRoutingNames, s.moe.routing));
   w.field("imbalance", s.moe.imbalance);
+  w.field("dispatch_precision", s.moe.fp8_dispatch ? "fp8" : "bf16");
   w.end_object();
   w.field("schedule", spelling(kScheduleNames, s.schedule));
   w.field("collective_algorithm", spelling(kCollectiveAlgorithmNames, s.collective_algorithm));
@@ -96,6 +97,29 @@ std::string compute_json(const Plan& plan, const ComputeBreakdown& b, const Comm
 
 namespace paraplan::report {
 
+LayerTimes executed_layer(const Strategy& s, const LayerEstimate& l, const LayerComm* comm) {
+  LayerTimes t{l.forward_s, l.backward_s};
+  if (comm == nullptr) return t;
+  // Per group and direction: comm c (u of it on compute units) beside the layer's compute C.
+  // Overlapped: max(c, C + u c) (compute runs on the units the comm leaves); otherwise C + c.
+  const bool ep_overlap = s.overlap.ep && s.parallel.pp > 1;
+  for (const bool fwd : {true, false}) {
+    double& C = fwd ? t.forward_s : t.backward_s;
+    for (const bool ep : {false, true}) {
+      double c = 0, busy = 0;
+      for (const CommOpEstimate& op : comm->ops) {
+        if ((op.phase == "forward") != fwd || (op.group == "ep") != ep) continue;
+        c += op.time_s;
+        busy += op.compute_s;
+      }
+      if (c <= 0) continue;
+      const bool overlapped = ep ? ep_overlap : s.overlap.tp;
+      C = overlapped ? std::max(c, C + busy) : C + c;
+    }
+  }
+  return t;
+}
+
 void write_strategy_object(JsonWriter& w, const Plan& plan) { write_strategy(w, plan); }
 
 void write_breakdown_fields(JsonWriter& w, const Plan& plan, const ComputeBreakdown& b,
@@ -116,19 +140,36 @@ void write_breakdown_fields(JsonWriter& w, const Plan& plan, const ComputeBreakd
   w.end_object();
   w.key("layers").begin_array();
   for (const LayerEstimate& l : b.layers) {
+    const LayerComm* lcomm = nullptr;
+    if (comm != nullptr) {
+      for (const LayerComm& lc : comm->layers) {
+        if (lc.kind == l.kind) lcomm = &lc;
+      }
+    }
+    // forward_s / backward_s: as executed, with the layer's TP / EP communication under the
+    // strategy's overlap settings (DESIGN.md sec. 5); the compute alone beside them.
+    const LayerTimes x = executed_layer(plan.strategy, l, lcomm);
     w.begin_object();
     w.field("kind", l.kind).field("count", l.count);
-    w.field("forward_s", l.forward_s).field("backward_s", l.backward_s);
+    w.field("forward_s", x.forward_s).field("backward_s", x.backward_s);
+    w.field("compute_forward_s", l.forward_s).field("compute_backward_s", l.backward_s);
     w.field("recompute_s", l.recompute_s).field("weight_grad_s", l.weight_grad_s);
     w.key("ops").begin_array();
     for (const OpEstimate& op : l.ops) {
       w.begin_object();
       w.field("name", op.name).field("phase", op.phase).field("kind", op.kind);
       w.field("time_s", op.time_s).field("flops", op.flops).field("bytes", op.bytes);
-      if (op.kind != "memory") {
+      if (op.kind != "memory" && op.kind != "host_sync") {
         w.key("shape").begin_array().value(op.m).value(op.n).value(op.k).end_array();
         w.field("groups", op.groups).field("efficiency", op.efficiency);
       }
+      w.field("kernels", op.kernels);
+      if (op.kind == "memory") {
+        w.field("achieved_bytes_per_s", op.achieved);
+      } else if (op.kind != "host_sync") {
+        w.field("achieved_flop_per_s", op.achieved);
+      }
+      w.field("bound", op.bound);
       w.field("per_die", op.per_die);
       w.end_object();
     }
@@ -164,7 +205,7 @@ void write_breakdown_fields(JsonWriter& w, const Plan& plan, const ComputeBreakd
 
 namespace paraplan {
 
-std::string compute_text(const Plan& plan, const ComputeBreakdown& b, bool all_ops) {
+std::string compute_text(const Plan& plan, const ComputeBreakdown& b, bool all_ops, const CommBreakdown* comm) {
   const Strategy& s = plan.strategy;
   const Parallel& p = s.parallel;
   std::string out;
@@ -184,28 +225,42 @@ std::string compute_text(const Plan& plan, const ComputeBreakdown& b, bool all_o
            fmt("%.0f", b.tokens_per_expert) + " tokens per expert (slowest rank " +
            fmt("%.0f", b.tokens_per_expert_slowest) + ")";
   }
-  out += "\n\nPer layer, one micro-batch (compute only; communication not yet included):\n";
+  out += "\n\nPer layer, one micro-batch: compute, and with the layer's TP / EP communication as the\n"
+         "overlap settings run it:\n";
   out += pad("layer", 11) + pad("count", 7, true) + pad("forward ms", 13, true) +
-         pad("backward ms", 13, true) + pad("of it recompute", 17, true) + "\n";
+         pad("backward ms", 13, true) + pad("of it recompute", 17, true) + pad("fwd w/ comm", 13, true) +
+         pad("bwd w/ comm", 13, true) + "\n";
   for (const LayerEstimate& l : b.layers) {
+    const LayerComm* lcomm = nullptr;
+    if (comm != nullptr) {
+      for (const LayerComm& lc : comm->layers) {
+        if (lc.kind == l.kind) lcomm = &lc;
+      }
+    }
+    const report::LayerTimes x = report::executed_layer(s, l, lcomm);
     out += pad(l.kind, 11) + pad(std::to_string(l.count), 7, true) + pad(ms(l.forward_s), 13, true) +
-           pad(ms(l.backward_s), 13, true) + pad(ms(l.recompute_s), 17, true) + "\n";
+           pad(ms(l.backward_s), 13, true) + pad(ms(l.recompute_s), 17, true) +
+           pad(comm != nullptr ? ms(x.forward_s) : "-", 13, true) + pad(comm != nullptr ? ms(x.backward_s) : "-", 13, true) +
+           "\n";
   }
   for (const LayerEstimate& l : b.layers) {
     out += "\n" + l.kind + " layer ops" + (all_ops ? "" : " (forward)") + ":\n";
-    out += pad("op", 38) + pad("phase", 12) + pad("m x n x k", 26) + pad("eff", 7, true) +
-           pad("ms", 10, true) + "\n";
+    out += pad("op", 38) + pad("phase", 12) + pad("m x n x k", 26) + pad("eff", 6, true) + pad("kern", 6, true) +
+           pad("achieved", 14, true) + pad("bound", 9, true) + pad("ms", 10, true) + "\n";
     for (const OpEstimate& op : l.ops) {
       if (!all_ops && op.phase != "forward") continue;
-      std::string shape;
-      if (op.kind != "memory") {
+      std::string shape, achieved;
+      if (op.kind == "memory") {
+        shape = units::format_size(op.bytes);
+        achieved = units::format_rate(op.achieved);
+      } else if (op.kind != "host_sync") {
         shape = fmt("%.0f", op.m) + " x " + fmt("%.0f", op.n) + " x " + fmt("%.0f", op.k);
         if (op.groups > 1) shape = std::to_string(op.groups) + " x (" + shape + ")";
-      } else {
-        shape = units::format_size(op.bytes);
+        achieved = units::format_flops(op.achieved);
       }
       out += pad(op.name + (op.per_die ? " [die]" : ""), 38) + pad(op.phase, 12) + pad(shape, 26) +
-             pad(op.kind == "memory" ? "" : fmt("%.2f", op.efficiency), 7, true) +
+             pad(op.kind == "memory" || op.kind == "host_sync" ? "" : fmt("%.2f", op.efficiency), 6, true) +
+             pad(std::to_string(op.kernels), 6, true) + pad(achieved, 14, true) + pad(op.bound, 9, true) +
              pad(ms(op.time_s), 10, true) + "\n";
     }
   }

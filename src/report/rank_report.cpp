@@ -149,7 +149,7 @@ std::string evaluation_json(const Evaluation& ev) {
 }
 
 std::string evaluation_text(const Evaluation& ev, bool all_ops) {
-  return compute_text(ev.plan, ev.compute, all_ops) + comm_text(ev.plan, ev.comm) + "\n" +
+  return compute_text(ev.plan, ev.compute, all_ops, &ev.comm) + comm_text(ev.plan, ev.comm) + "\n" +
          memory_text(ev.plan, ev.memory) + estimate_text(ev.plan, ev.estimate);
 }
 

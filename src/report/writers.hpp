@@ -10,6 +10,14 @@ namespace paraplan::report {
 /// The resolved strategy object (every field).
 void write_strategy_object(JsonWriter& w, const Plan& plan);
 
+/// One layer kind's forward / backward time for one micro-batch as executed: its compute,
+/// with its TP and EP communication added, or overlapped as max(c, C + u c) where the
+/// strategy's overlap settings hide it (u = the compute units the comm occupies).
+struct LayerTimes {
+  double forward_s = 0, backward_s = 0;
+};
+LayerTimes executed_layer(const Strategy& s, const LayerEstimate& l, const LayerComm* comm);
+
 /// `model`, `tokens`, `layers` (compute ops, and comm ops when `comm`), `routing`, `pp_send`.
 void write_breakdown_fields(JsonWriter& w, const Plan& plan, const ComputeBreakdown& b,
                             const CommBreakdown* comm);

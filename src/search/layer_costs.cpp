@@ -20,6 +20,7 @@ std::size_t LayerKeyHash::operator()(const LayerKey& k) const noexcept {
   mix(static_cast<std::size_t>(k.dispatch));
   mix(static_cast<std::size_t>(k.routing));
   mix(std::hash<double>{}(k.imbalance));
+  mix(k.fp8_dispatch ? 1u : 0u);
   mix(static_cast<std::size_t>(k.algorithm));
   mix(std::hash<std::string>{}(k.attention_kernel));
   return h;
@@ -45,6 +46,7 @@ LayerKey key_of(const Strategy& s, int model_seq) {
   k.dispatch = s.moe.dispatch;
   k.routing = s.moe.routing;
   k.imbalance = s.moe.imbalance;
+  k.fp8_dispatch = s.moe.fp8_dispatch;
   k.algorithm = s.collective_algorithm;
   k.overlap_tp = s.overlap.tp;
   k.unfused_attention = s.training.unfused_attention;

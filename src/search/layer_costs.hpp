@@ -26,6 +26,7 @@ struct LayerKey {
   Dispatch dispatch = Dispatch::AllToAll;
   Routing routing = Routing::Uniform;
   double imbalance = 1.0;
+  bool fp8_dispatch = false;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto;
   bool overlap_tp = false;
   bool unfused_attention = false;

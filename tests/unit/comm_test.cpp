@@ -368,11 +368,19 @@ TEST_SUITE("cost.dispatch") {
   }
 
   TEST_CASE("FP8 dispatch carries 1 byte per element plus a 4-byte scale per 128; combine BF16") {
-    Plan plan = load_plan("br166-ep16-mb2");
-    plan.strategy.training.precision = Precision::Fp8;
+    Plan plan = load_plan("deepseek-v3-h800");  // FP8 GEMMs, FP8 dispatch
+    plan.strategy.moe.fp8_dispatch = false;
+    EpLayout bf16 = ep_layout(plan.hardware, plan.model, plan.strategy, 4096);
+    CHECK(bf16.dispatch_bytes == 2 * 7168);  // FP8 GEMMs, but a BF16 dispatch
+    plan.strategy.moe.fp8_dispatch = true;
     EpLayout ep = ep_layout(plan.hardware, plan.model, plan.strategy, 4096);
     CHECK(ep.dispatch_bytes == 7168 + 4 * 56);
     CHECK(ep.combine_bytes == 2 * 7168);
+    // BR166 has no FP8 format: an FP8 dispatch setting has no effect there
+    Plan br = load_plan("br166-ep16-mb2");
+    br.strategy.training.precision = Precision::Fp8;
+    br.strategy.moe.fp8_dispatch = true;
+    CHECK(ep_layout(br.hardware, br.model, br.strategy, 4096).dispatch_bytes == 2 * 7168);
   }
 
   TEST_CASE("H800 internode DeepEP: the RDMA stage runs at the NIC's 50 GB/s (DeepEP: 43-58 GB/s)") {

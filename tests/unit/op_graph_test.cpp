@@ -373,9 +373,10 @@ TEST_SUITE("model.op_graph") {
     p.hardware = load_hardware("a100-sxm-ib");  // no FP8 peak: the GEMMs run in BF16
     CHECK(count_casts(model::build_layers(p.model, p.strategy, p.hardware, 1.0)) == 0);
 
-    // MoE: the tokens a rank routes are quantized once before the FP8 dispatch, not per copy.
-    // DeepSeek-V3 on H800, TP1 EP8 on one node, mb1 x 4096 tokens: the experts' up-projection
-    // cast reads 4096 x 7168 elements while the GEMM sees 8 routed copies of each token.
+    // MoE with an FP8 dispatch: the tokens a rank routes are quantized once before it, not
+    // per copy. DeepSeek-V3 on H800, TP1 EP8 on one node, mb1 x 4096 tokens: the experts'
+    // up-projection cast reads 4096 x 7168 elements while the GEMM sees 8 routed copies of
+    // each token. With a BF16 dispatch every received copy is quantized: 8 x as many.
     Plan moe;
     moe.model = load_model("deepseek-v3");
     moe.hardware = load_hardware("h800-ib");
@@ -384,12 +385,17 @@ TEST_SUITE("model.op_graph") {
     moe.strategy.parallel.dp = 8;
     moe.strategy.training.precision = Precision::Fp8;
     moe.strategy.moe.routing = Routing::Balanced;
+    moe.strategy.moe.fp8_dispatch = true;
     auto ml = model::build_layers(moe.model, moe.strategy, moe.hardware, 1.0);
     const Layer& m = layer(ml, LayerKind::Moe);
     const Op& up = op(m, "experts.gate_up_proj");
     CHECK(up.m * up.groups == doctest::Approx(4096.0 * 8));  // balanced: 8 copies per token
     CHECK(op(m, "experts.gate_up_proj.fp8_cast").bytes == doctest::Approx(4 * 4096.0 * 7168));
     CHECK(op(m, "shared_experts.gate_up_proj.fp8_cast").bytes == doctest::Approx(4 * 4096.0 * 7168));
+    moe.strategy.moe.fp8_dispatch = false;
+    auto bl = model::build_layers(moe.model, moe.strategy, moe.hardware, 1.0);
+    CHECK(op(layer(bl, LayerKind::Moe), "experts.gate_up_proj.fp8_cast").bytes ==
+          doctest::Approx(4 * 8 * 4096.0 * 7168));
   }
   TEST_CASE("H100 flash attention: the cuDNN kernel's fitted fraction, per-tile overhead and waves") {
     // hardware/h100-sxm-ib.yaml: cuDNN causal forward e = 0.560 with a fixed 184 keys per
