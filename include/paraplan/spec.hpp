@@ -299,6 +299,10 @@ struct Training {
   /// Which of the hardware's flash-attention kernels runs (`training.attention: fa2`); empty =
   /// the hardware's default (its first).
   std::string attention_kernel;
+  /// Elementwise ops as PyTorch eager runs them, one kernel per operator with FP32
+  /// upcasts (RMSNorm, SwiGLU, complex RoPE, cross-entropy), rather than the fused kernels
+  /// of Megatron-Core / Transformer Engine / Apex or torch.compile. `training.elementwise: eager`.
+  bool eager_elementwise = false;
 };
 
 /// MoE execution settings.
@@ -376,6 +380,7 @@ struct SearchSpace {
   Choice<bool> sp, ep_over_dies, optimizer_offload, activation_offload;
   bool unfused_attention = false;  ///< training.attention: unfused
   std::string attention_kernel;    ///< training.attention: a named flash kernel (empty = default)
+  bool eager_elementwise = false;  ///< training.elementwise: eager
   Choice<int> global_batch;
   int seq_len = 0;
   Choice<Precision> precision;

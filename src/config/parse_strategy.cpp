@@ -190,6 +190,9 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
     choice.read(t, "optimizer", sp.optimizer, enumeration(kOptimizerNames));
     choice.read(t, "optimizer_offload", sp.optimizer_offload, boolean);
     choice.read(t, "activation_offload", sp.activation_offload, boolean);
+    if (auto v = t.enumeration("elementwise", EnumNames<bool>{{"fused", false}, {"eager", true}})) {
+      sp.eager_elementwise = *v;
+    }
     // flash (the hardware's default kernel), unfused, or one of the hardware's flash-attention
     // kernels by name (checked against the hardware by the `attention_kernel` rule).
     if (auto v = t.text("attention")) {
@@ -263,6 +266,7 @@ Strategy read_strategy(const Node& root, Diags& diags) {
   s.training.activation_offload = first_or(sp.activation_offload, false);
   s.training.unfused_attention = sp.unfused_attention;
   s.training.attention_kernel = sp.attention_kernel;
+  s.training.eager_elementwise = sp.eager_elementwise;
   s.moe.dispatch = first_or(sp.dispatch, Dispatch::AllToAll);
   s.moe.routing = first_or(sp.routing, Routing::Uniform);
   s.moe.imbalance = sp.imbalance;

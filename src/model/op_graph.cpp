@@ -85,10 +85,27 @@ struct Ctx {
 
 // Norm over `tokens` x `width`: read x, write y; backward reads x and dy, writes dx, in a
 // kernel and a second one that reduces the weight gradient over the blocks (TE / apex
-// `ln_bwd` + `ln_bwd_finalize`).
-Op norm(const Ctx&, std::string name, double tokens, double width) {
-  return memory(std::move(name), Module::Norm, 2 * tokens * width * kAct, 3 * tokens * width * kAct,
-                MemClass::Norm, 1, 2);
+// `ln_bwd` + `ln_bwd_finalize`). Eager PyTorch (torchtitan / HF RMSNorm: x.float(), pow,
+// mean, rsqrt, mul, type_as, mul weight) runs 6 kernels moving 2+4, 4+4, 4, 4+4, 4+2, 2+2
+// = 36 B per element through HBM at the elementwise rate, and its autograd backward about
+// twice that in 10 kernels.
+Op norm(const Ctx& c, std::string name, double tokens, double width) {
+  const double elems = tokens * width;
+  if (c.s.training.eager_elementwise) {
+    return memory(std::move(name), Module::Norm, 36 * elems, 72 * elems, MemClass::Elementwise, 6, 10);
+  }
+  return memory(std::move(name), Module::Norm, 2 * elems * kAct, 3 * elems * kAct, MemClass::Norm, 1, 2);
+}
+
+// RoPE on `elems` elements of q and k. Fused (Megatron / TE): read and write once. Eager
+// (torchtitan's complex rotation): x.float() as complex (2 + 4 B), the complex multiply (4 + 4
+// B, frequencies cached), back to BF16 (4 + 2 B): 20 B per element in 3 kernels per tensor,
+// and the same in backward.
+Op rope_op(const Ctx& c, Module module, double elems, int tensors) {
+  if (c.s.training.eager_elementwise) {
+    return memory("rope", module, 20 * elems, 20 * elems, MemClass::Elementwise, 3 * tensors);
+  }
+  return memory("rope", module, 2 * elems * kAct, 2 * elems * kAct, MemClass::Elementwise, tensors);
 }
 
 void add_attention(const Ctx& c, std::vector<Op>& ops) {
@@ -116,8 +133,7 @@ void add_attention(const Ctx& c, std::vector<Op>& ops) {
     if (rope) {
       // RoPE on the rope part of q (per head) and on the shared k_rope: two kernels.
       double elems = T * (heads * a.qk_rope_head_dim + a.qk_rope_head_dim);
-      ops.push_back(memory("rope", Module::MlaUpProj, 2 * elems * kAct, 2 * elems * kAct,
-                           MemClass::Elementwise, 2));
+      ops.push_back(rope_op(c, Module::MlaUpProj, elems, 2));
     }
     // Megatron-Core MLA assembles the attention inputs by copy: q = cat(q_nope, q_rope) and
     // k = cat(k_nope, k_rope broadcast over the heads), and makes v (a strided slice of the
@@ -134,7 +150,7 @@ void add_attention(const Ctx& c, std::vector<Op>& ops) {
     ops.push_back(gemm("qkv_proj", Module::AttnProj, T, (heads + 2 * kv_heads) * dqk, h));
     if (rope) {
       double elems = T * (heads + kv_heads) * dqk;
-      ops.push_back(memory("rope", Module::AttnProj, 2 * elems * kAct, 2 * elems * kAct));
+      ops.push_back(rope_op(c, Module::AttnProj, elems, 2));
     }
   }
   const double b = c.s.training.micro_batch;
@@ -185,10 +201,14 @@ void add_ffn(const Ctx& c, std::vector<Op>& ops, const std::string& prefix, Modu
   const bool swiglu = c.m.ffn.kind == FfnKind::Swiglu;
   Op up = gemm(prefix + (swiglu ? "gate_up_proj" : "up_proj"), module, tokens, (swiglu ? 2 : 1) * f,
                h, groups);
-  // SwiGLU reads gate and up, writes the product; GeLU reads and writes one tensor.
+  // SwiGLU reads gate and up, writes the product; GeLU reads and writes one tensor. Eager
+  // SwiGLU is silu(gate) then a multiply (2 + 2, 2 + 2 + 2 B per element, 2 kernels) and an
+  // autograd backward of 4 kernels over about twice the bytes.
   double elems = tokens * f * groups;
+  const bool eager = c.s.training.eager_elementwise;
   Op act = memory(prefix + (swiglu ? "swiglu" : "gelu"), act_module,
-                  (swiglu ? 3 : 2) * elems * kAct, (swiglu ? 5 : 3) * elems * kAct);
+                  (swiglu ? (eager ? 5 : 3) : 2) * elems * kAct, (swiglu ? (eager ? 10 : 5) : 3) * elems * kAct,
+                  MemClass::Elementwise, swiglu && eager ? 2 : 1, swiglu && eager ? 4 : 0);
   Op down = gemm(prefix + "down_proj", module, tokens, h, f, groups);
   for (Op* op : {&up, &act, &down}) {
     op->per_die = per_die;
@@ -433,9 +453,16 @@ std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const Har
     head.low_precision = false;  // the output head stays in BF16 (DeepSeek-V3 sec. 3.3.1)
     ops.push_back(head);
     // Fused softmax cross-entropy over the FP32 logits shard; its backward writes dlogits.
-    // Vocab-parallel cross-entropy (Megatron): max, exp-sum and target-logit passes.
-    ops.push_back(memory(prefix + "cross_entropy", Module::Other, T * vocab_shard * (kAct + kFp32),
-                         T * vocab_shard * (kFp32 + kAct), MemClass::Reduction, 3, 1));
+    // Vocab-parallel cross-entropy (Megatron): max, exp-sum and target-logit passes. Eager:
+    // logits.float() (2 + 4 B), log_softmax (4 + 4 + a 4 B reduction pass), and a backward
+    // of 4 + 4 + 4 and the BF16 cast (4 + 2): 18 B each way.
+    if (c.s.training.eager_elementwise) {
+      ops.push_back(memory(prefix + "cross_entropy", Module::Other, 18 * T * vocab_shard, 18 * T * vocab_shard,
+                           MemClass::Reduction, 3, 2));
+    } else {
+      ops.push_back(memory(prefix + "cross_entropy", Module::Other, T * vocab_shard * (kAct + kFp32),
+                           T * vocab_shard * (kFp32 + kAct), MemClass::Reduction, 3, 1));
+    }
   };
   {
     Layer l{LayerKind::Head, 1, {}};

@@ -23,6 +23,7 @@ std::size_t LayerKeyHash::operator()(const LayerKey& k) const noexcept {
   mix(k.fp8_dispatch ? 1u : 0u);
   mix(static_cast<std::size_t>(k.algorithm));
   mix(std::hash<std::string>{}(k.attention_kernel));
+  mix(k.eager_elementwise ? 1u : 0u);
   return h;
 }
 
@@ -51,6 +52,7 @@ LayerKey key_of(const Strategy& s, int model_seq) {
   k.overlap_tp = s.overlap.tp;
   k.unfused_attention = s.training.unfused_attention;
   k.attention_kernel = s.training.attention_kernel;
+  k.eager_elementwise = s.training.eager_elementwise;
   return k;
 }
 

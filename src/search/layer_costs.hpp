@@ -31,6 +31,7 @@ struct LayerKey {
   bool overlap_tp = false;
   bool unfused_attention = false;
   std::string attention_kernel;
+  bool eager_elementwise = false;
 
   bool operator==(const LayerKey&) const = default;
 };

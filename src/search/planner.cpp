@@ -294,6 +294,7 @@ std::vector<Strategy> enumerate(const HardwareSpec& hw, const ModelSpec& m, cons
   base.collective_algorithm = sp.collective_algorithm;
   base.training.unfused_attention = sp.unfused_attention;
   base.training.attention_kernel = sp.attention_kernel;
+  base.training.eager_elementwise = sp.eager_elementwise;
 
   for (int n : nodes) {
     const int devices = n * dpn;
@@ -448,7 +449,7 @@ std::string search_key(const SearchSpace& sp, const SearchOptions& o) {
   }
   for (const Choice<bool>* c : {&sp.sp, &sp.ep_over_dies, &sp.optimizer_offload, &sp.activation_offload}) put(k, *c);
   k += sp.unfused_attention ? "U|" : "F|";
-  k += sp.attention_kernel + "|";
+  k += sp.attention_kernel + (sp.eager_elementwise ? "|E|" : "|");
   put(k, sp.precision);
   put(k, sp.recompute);
   put(k, sp.optimizer);
