@@ -97,6 +97,30 @@ TEST_SUITE("model.op_graph") {
     CHECK((wg.m == 3584 && wg.n == 8192 && wg.k == 8192));
   }
 
+  TEST_CASE("eager elementwise: RMSNorm, SwiGLU, RoPE and cross-entropy as PyTorch eager runs them") {
+    // Llama 3 70B, TP8 with SP: norms on 8192 / 8 = 1024 tokens x 8192; SwiGLU on 8192 tokens
+    // x 28672 / 8; RoPE on q and k, 8192 x (8 + 1) heads x 128. Byte counts per element
+    // (src/model/op_graph.cpp): fused norm 2 + 2, eager 36 (x.float() 2 + 4, pow 4 + 4, mean 4,
+    // mul 4 + 4, type_as 4 + 2, * weight 2 + 2); fused SwiGLU 3 x 2, eager 5 x 2 (silu 2 + 2,
+    // mul 2 + 2 + 2); fused RoPE 2 x 2, eager 20; cross-entropy fused 2 + 4, eager 18 per logit.
+    Plan p = llama_plan(8, true);
+    p.strategy.training.eager_elementwise = true;
+    auto layers = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    const Layer& d = layer(layers, LayerKind::Dense);
+    CHECK(op(d, "input_norm").bytes == doctest::Approx(36.0 * 1024 * 8192));
+    CHECK(op(d, "input_norm").kernels == 6);
+    CHECK(op(d, "swiglu").bytes == doctest::Approx(10.0 * 8192 * 3584));
+    CHECK(op(d, "swiglu").kernels == 2);
+    CHECK(op(d, "rope").bytes == doctest::Approx(20.0 * 8192 * 9 * 128));
+    const Layer& head = layer(layers, LayerKind::Head);
+    CHECK(op(head, "cross_entropy").bytes == doctest::Approx(18.0 * 8192 * (128256 / 8)));
+    p.strategy.training.eager_elementwise = false;
+    auto fused = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    CHECK(op(layer(fused, LayerKind::Dense), "input_norm").bytes == doctest::Approx(4.0 * 1024 * 8192));
+    CHECK(op(layer(fused, LayerKind::Dense), "swiglu").bytes == doctest::Approx(6.0 * 8192 * 3584));
+    CHECK(op(layer(fused, LayerKind::Dense), "rope").bytes == doctest::Approx(4.0 * 8192 * 9 * 128));
+  }
+
   TEST_CASE("GQA with tp above kv_heads replicates one KV head per rank") {
     Plan p = llama_plan(16, true);
     p.strategy.nodes = 16;
