@@ -167,6 +167,9 @@ struct HostSpec {
   double offload_bw_bytes_per_s = 0;    ///< device <-> host, per device, per direction
 };
 
+/// Collective algorithm for TP / CP / DP collectives; Auto picks the fastest.
+enum class CollectiveAlgorithm { Auto, Ring, Hierarchical, HalvingDoubling, Tree };
+
 /// A cluster: devices, network tiers, hosts.
 struct HardwareSpec {
   std::string name;
@@ -175,6 +178,9 @@ struct HardwareSpec {
   DeviceSpec device;
   std::vector<TierSpec> tiers;  ///< innermost first; the last is the cluster (size = max nodes)
   std::vector<ExtraLinkSpec> extra_links;
+  /// Algorithms the collective library implements, among which `auto` picks the fastest
+  /// (NCCL: ring and tree); empty = every one the model knows.
+  std::vector<CollectiveAlgorithm> algorithms;
   HostSpec host;
 
   /// Devices (cards) per node: product of tier sizes up to the tier before the last,
@@ -262,9 +268,6 @@ enum class Dispatch { AllGather, AllToAll, DeepEp, SendRecvAllGather, SendRecvDe
 enum class Routing { Uniform, NodeLimited, Balanced };
 enum class Schedule { OneFOneB, Interleaved, ZeroBubble, DualPipe, DualPipeV };
 enum class Objective { Tgs, StepTime, Mfu, Memory };
-/// Collective algorithm for TP / CP / DP collectives; Auto picks the fastest.
-enum class CollectiveAlgorithm { Auto, Ring, Hierarchical, HalvingDoubling, Tree };
-
 /// Modules that can be recomputed one by one (Megatron-LM `--recompute-modules` names).
 enum class RecomputeModule { CoreAttn, LayerNorm, MlaUpProj, Mlp, Moe, MoeAct, SharedExperts };
 inline constexpr int kRecomputeModuleCount = 7;

@@ -326,6 +326,21 @@ void read_network(MapReader& root, HardwareSpec& hw, Diags& diags) {
     }
     if (tiers->items.empty()) diags.error(tiers->loc, "`network.tiers` is empty");
   }
+  if (const Node* algos = r.get("algorithms")) {
+    if (!algos->is_seq() || algos->items.empty()) {
+      diags.error(algos->loc, "`network.algorithms` must be a list (ring, hierarchical, halving_doubling, tree)");
+    } else {
+      ScalarReader s(diags);
+      for (const Node& a : algos->items) {
+        auto v = s.enumeration(a, "network.algorithms", kCollectiveAlgorithmNames);
+        if (v && *v == CollectiveAlgorithm::Auto) {
+          diags.error(a.loc, "`network.algorithms` lists algorithms; `auto` chooses among them");
+        } else if (v) {
+          hw.algorithms.push_back(*v);
+        }
+      }
+    }
+  }
   if (const Node* links = r.get("extra_links")) {
     if (!links->is_seq()) {
       diags.error(links->loc, "`network.extra_links` must be a list");

@@ -263,8 +263,27 @@ CollectiveCost collective(const HardwareSpec& hw, Collective op, double bytes, c
     best.tiers.push_back({outer.name, bus_factor(op, G) * bytes, best.time_s});
     return best;
   }
-  bool first = true;
+  // `auto` chooses among the algorithms the hardware's library implements (all when it
+  // lists none, or when none of its list applies to this op).
+  auto offered = [&](Algorithm a) {
+    if (fixed != nullptr || hw.algorithms.empty() || a == Algorithm::Direct) return true;
+    for (CollectiveAlgorithm c : hw.algorithms) {
+      if ((c == CollectiveAlgorithm::Ring && a == Algorithm::Ring) ||
+          (c == CollectiveAlgorithm::Hierarchical && a == Algorithm::Hierarchical) ||
+          (c == CollectiveAlgorithm::HalvingDoubling && a == Algorithm::HalvingDoubling) ||
+          (c == CollectiveAlgorithm::Tree && a == Algorithm::Tree)) {
+        return true;
+      }
+    }
+    return false;
+  };
+  std::vector<Algorithm> choices;
   for (Algorithm a : candidates(op)) {
+    if (offered(a)) choices.push_back(a);
+  }
+  if (choices.empty()) choices = candidates(op);
+  bool first = true;
+  for (Algorithm a : choices) {
     if (fixed != nullptr && a != *fixed) continue;
     CollectiveCost c = model_time(xs, op, bytes, G, a);
     if (first || c.time_s < best.time_s) best = c;
