@@ -133,6 +133,16 @@ struct SizePoint {
   double efficiency = 0;  ///< in (0, 1]
 };
 
+/// One switch level of the cluster fabric: groups of up to `nodes` nodes meet under one
+/// switch of this level (a leaf, a spine, a core), at its latency and with its
+/// oversubscription (bandwidth per rank = the tier's / oversubscription).
+struct FabricLevel {
+  std::string name;             ///< "leaf", "spine", "core"
+  int nodes = 0;                ///< nodes under one switch unit of this level
+  double oversubscription = 1;  ///< >= 1; uplink bandwidth share
+  double latency_s = 0;         ///< end-to-end latency of a message through this level
+};
+
 /// One level of the network hierarchy, innermost first (die, vnode, node, cluster).
 struct TierSpec {
   std::string name;                    ///< "die", "vnode", "node", "cluster", ...
@@ -144,6 +154,7 @@ struct TierSpec {
   double service_cv = 0;               ///< coefficient of variation of link service time
   std::vector<SizePoint> size_efficiency;  ///< increasing sizes; empty = always 1
   std::array<std::optional<CollectiveOverride>, kCollectiveCount> collectives;  ///< per Collective
+  std::vector<FabricLevel> levels;  ///< the cluster tier's switch levels, increasing `nodes`; empty = flat
 
   [[nodiscard]] const std::optional<CollectiveOverride>& collective(Collective c) const {
     return collectives[static_cast<int>(c)];
@@ -283,6 +294,13 @@ struct Recompute {
 struct Parallel {
   int tp = 1, pp = 1, dp = 1, ep = 1, etp = 1, vpp = 1, cp = 1;
   bool sp = false;  ///< sequence parallel (needs tp > 1)
+  /// Uneven pipelines (Megatron-LM --decoder-first/last-pipeline-num-layers): transformer
+  /// layers of the first / last model chunk (the first / last stage; with vpp > 1 its first
+  /// / last virtual stage); 0 = spread evenly.
+  int first_stage_layers = 0, last_stage_layers = 0;
+  /// Megatron-LM --account-for-embedding-in-pipeline-split / ...-loss-...: the embedding
+  /// (the LM head and loss) count as one layer when the layers are spread.
+  bool embedding_in_split = false, loss_in_split = false;
 };
 
 /// Training settings.
@@ -381,6 +399,8 @@ struct SearchSpace {
   std::string model;
   Choice<int> nodes, tp, pp, dp, ep, etp, vpp, cp, micro_batch, zero;
   Choice<bool> sp, ep_over_dies, optimizer_offload, activation_offload;
+  int first_stage_layers = 0, last_stage_layers = 0;  ///< parallel.decoder_first/last_pipeline_num_layers
+  bool embedding_in_split = false, loss_in_split = false;  ///< parallel.account_for_*_in_pipeline_split
   bool unfused_attention = false;  ///< training.attention: unfused
   std::string attention_kernel;    ///< training.attention: a named flash kernel (empty = default)
   bool eager_elementwise = false;  ///< training.elementwise: eager

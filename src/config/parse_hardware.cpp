@@ -249,6 +249,25 @@ TierSpec read_tier(const Node& node, const std::string& path, Diags& diags) {
     }
     t.size_efficiency.push_back(SizePoint{*bytes, *eff});
   });
+  if (const Node* levels = r.get("levels")) {
+    if (!levels->is_seq() || levels->items.empty()) {
+      diags.error(levels->loc, "`" + r.dotted("levels") + "` must be a list of switch levels {name, nodes, latency, oversubscription}");
+    } else {
+      for (std::size_t i = 0; i < levels->items.size(); ++i) {
+        MapReader l(&levels->items[i], diags, r.dotted("levels") + "[" + std::to_string(i) + "]");
+        FabricLevel f;
+        if (auto v = l.text("name", Need::Required)) f.name = *v;
+        if (auto v = l.count("nodes", Need::Required, 1, 1 << 24)) f.nodes = *v;
+        if (auto v = l.quantity("latency", Quantity::Time, Need::Required, true)) f.latency_s = *v;
+        if (auto v = l.number("oversubscription", 1.0, 1e3)) f.oversubscription = *v;
+        l.finish();
+        if (!t.levels.empty() && f.nodes <= t.levels.back().nodes) {
+          diags.error(levels->items[i].loc, "`" + r.dotted("levels") + "` must hold more nodes from level to level");
+        }
+        t.levels.push_back(std::move(f));
+      }
+    }
+  }
   if (const Node* coll = r.get("collectives")) {
     MapReader c(coll, diags, r.dotted("collectives"));
     for (const auto& [spelling, op] : kCollectiveNames) {

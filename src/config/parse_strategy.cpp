@@ -144,6 +144,11 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
       }
     }
     choice.read(p, "sp", sp.sp, boolean);
+    // Megatron-LM's uneven-pipeline options, under their Megatron names.
+    if (auto v = p.count("decoder_first_pipeline_num_layers", Need::Optional, 0, 1 << 20)) sp.first_stage_layers = *v;
+    if (auto v = p.count("decoder_last_pipeline_num_layers", Need::Optional, 0, 1 << 20)) sp.last_stage_layers = *v;
+    if (auto v = p.boolean("account_for_embedding_in_pipeline_split")) sp.embedding_in_split = *v;
+    if (auto v = p.boolean("account_for_loss_in_pipeline_split")) sp.loss_in_split = *v;
     p.finish();
   }
   choice.read(r, "ep_over_dies", sp.ep_over_dies, boolean);
@@ -254,6 +259,10 @@ Strategy read_strategy(const Node& root, Diags& diags) {
   s.parallel.vpp = first_or(sp.vpp, 1);
   s.parallel.cp = first_or(sp.cp, 1);
   s.parallel.sp = first_or(sp.sp, false);
+  s.parallel.first_stage_layers = sp.first_stage_layers;
+  s.parallel.last_stage_layers = sp.last_stage_layers;
+  s.parallel.embedding_in_split = sp.embedding_in_split;
+  s.parallel.loss_in_split = sp.loss_in_split;
   s.ep_over_dies = first_or(sp.ep_over_dies, false);
   s.training.micro_batch = first_or(sp.micro_batch, 1);
   s.training.global_batch = first_or(sp.global_batch, 1);

@@ -73,10 +73,20 @@ std::vector<RuleViolation> check_rules(const Strategy& s, const HardwareSpec& hw
   if ((s.schedule == Schedule::DualPipe) && p.pp % 2 != 0) {
     fail("dualpipe_pp", "parallel.pp", "DualPipe needs an even pp, got " + str(p.pp));
   }
-  if (static_cast<long long>(p.pp) * p.vpp > m.layers) {
-    fail("layers_pp", "parallel.pp",
-         "pp x vpp = " + str(static_cast<long long>(p.pp) * p.vpp) +
-             " model chunks, but the model has only " + str(m.layers) + " layers");
+  {
+    // Chunks that must hold transformer layers: all but the first and the last, which may
+    // hold only the embedding and the head (Megatron's account-for-embedding/loss layouts).
+    // Fixed first / last chunks take their layers out of the spread.
+    const long long chunks = static_cast<long long>(p.pp) * p.vpp;
+    const int fixed = p.first_stage_layers + p.last_stage_layers;
+    const long long spread = chunks - (p.first_stage_layers > 0) - (p.last_stage_layers > 0);
+    const long long need = std::max(0LL, spread - (p.first_stage_layers > 0 ? 0 : 1) - (p.last_stage_layers > 0 ? 0 : 1));
+    if (fixed > m.layers || (chunks > 1 && m.layers - fixed < need) || (chunks == 1 && fixed > 0)) {
+      fail("layers_pp", "parallel.pp",
+           "pp x vpp = " + str(chunks) + " model chunks" +
+               (fixed > 0 ? " with " + str(fixed) + " layers fixed on the first / last" : std::string()) +
+               ", but the model's " + str(m.layers) + " layers cannot give every inner chunk a layer");
+    }
   }
   const long long per_step = static_cast<long long>(p.dp) * s.training.micro_batch;
   if (s.training.global_batch % per_step != 0) {

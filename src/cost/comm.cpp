@@ -64,6 +64,14 @@ GroupSpan place(const HardwareSpec& hw, int size, long long stride, bool dies) {
   return g;
 }
 
+LevelView level_view(const TierSpec& t, int nodes) {
+  if (t.levels.empty()) return {1.0, t.latency_s};
+  for (const FabricLevel& l : t.levels) {
+    if (nodes <= l.nodes) return {1.0 / l.oversubscription, l.latency_s};
+  }
+  return {1.0 / t.levels.back().oversubscription, t.levels.back().latency_s};
+}
+
 double tier_bandwidth(const TierSpec& t, double bytes) {
   const auto& se = t.size_efficiency;
   if (se.empty() || bytes <= 0) return t.bw_bytes_per_s;
@@ -107,6 +115,8 @@ struct Crossing {
   int sharers;      // ranks sharing one rank's link: the dies of a device above the die tier
   double fixed_bw = 0;  // a measured busbw for the whole collective up to this tier (0 = model)
   double busy = 0;      // fraction of compute its transfers occupy (compute-engine tiers/figures)
+  double bw_factor = 1;  // the fabric level's share of the tier bandwidth (oversubscription)
+  double latency = 0;    // the tier's, or the fabric level's the group reaches
 };
 
 // The tiers a group crosses. When an inner tier has a measured figure for `op`, the
@@ -123,6 +133,12 @@ std::vector<Crossing> crossings(const HardwareSpec& hw, const GroupSpan& g, Coll
       out.push_back({static_cast<int>(j), &t, d, j == 0 ? 1 : g.members[j - 1], sharers, 0.0,
                      t.engine == Engine::Compute ? 1.0 : dma_compute_share(hw)});
     }
+  }
+  // A cluster tier with switch levels: the group's nodes (its fan-out there) pick the level.
+  for (Crossing& x : out) {
+    const LevelView v = level_view(*x.tier, x.fanout);
+    x.bw_factor = v.bw_factor;
+    x.latency = v.latency_s;
   }
   for (std::size_t i = out.size(); i-- > 1;) {
     const auto& o = out[i - 1].tier->collective(op);
@@ -147,7 +163,7 @@ std::vector<Crossing> crossings(const HardwareSpec& hw, const GroupSpan& g, Coll
 // efficiency is that of the device's combined message).
 double crossing_bw(const Crossing& c, double bytes) {
   if (c.fixed_bw > 0) return c.fixed_bw * tier_bandwidth(*c.tier, bytes) / c.tier->bw_bytes_per_s;
-  double bw = tier_bandwidth(*c.tier, bytes * c.sharers) / c.sharers;
+  double bw = c.bw_factor * tier_bandwidth(*c.tier, bytes * c.sharers) / c.sharers;
   return c.tier->topology == Topology::FullMesh ? bw * (c.fanout - 1) : bw;
 }
 
@@ -177,7 +193,7 @@ CollectiveCost model_time(const std::vector<Crossing>& xs, Collective op, double
         worst = std::max(worst, t);
       }
       bw_term = worst;
-      latency = passes * (G - 1) * outer.tier->latency_s;
+      latency = passes * (G - 1) * outer.latency;
       break;
     }
     case Algorithm::Hierarchical:
@@ -192,7 +208,7 @@ CollectiveCost model_time(const std::vector<Crossing>& xs, Collective op, double
         double steps = algo == Algorithm::HalvingDoubling ? std::ceil(std::log2(xs[i].fanout))
                        : algo == Algorithm::Direct        ? 1.0
                                                            : xs[i].fanout - 1.0;
-        latency += passes * steps * xs[i].tier->latency_s;
+        latency += passes * steps * xs[i].latency;
       }
       bw_term = algo == Algorithm::HalvingDoubling ? sum : worst;
       break;
@@ -205,7 +221,7 @@ CollectiveCost model_time(const std::vector<Crossing>& xs, Collective op, double
         worst = std::max(worst, t);
       }
       bw_term = worst;
-      latency = passes * std::ceil(std::log2(G)) * outer.tier->latency_s;
+      latency = passes * std::ceil(std::log2(G)) * outer.latency;
       break;
     }
   }
@@ -253,10 +269,10 @@ CollectiveCost collective(const HardwareSpec& hw, Collective op, double bytes, c
   // A measured figure for this op on the group's outermost tier replaces the model.
   const TierSpec& outer = *xs.back().tier;
   if (const auto& o = outer.collective(op); o && fixed == nullptr) {
-    double bw = o->bus_bw_bytes_per_s * tier_bandwidth(outer, bytes) / outer.bw_bytes_per_s;
+    double bw = xs.back().bw_factor * o->bus_bw_bytes_per_s * tier_bandwidth(outer, bytes) / outer.bw_bytes_per_s;
     double volume = o->algbw ? bytes : bus_factor(op, G) * bytes;
     best.algorithm = Algorithm::Direct;
-    best.time_s = volume / bw + outer.latency_s;
+    best.time_s = volume / bw + xs.back().latency;
     best.engine = o->engine;
     best.compute_share = o->engine == Engine::Compute ? o->compute_share : dma_compute_share(hw);
     best.measured = true;

@@ -83,6 +83,15 @@ CollectiveCost send_recv(const HardwareSpec& hw, double bytes, long long stride,
 /// (comm_units 0, BR166 DMA) none.
 double dma_compute_share(const HardwareSpec& hw);
 
+/// What a group spanning `nodes` nodes sees of a tier with switch levels: the smallest level
+/// that holds them (past the last level, the last one): bandwidth factor 1 / oversubscription
+/// and that level's latency. A tier without levels: factor 1 and its own latency.
+struct LevelView {
+  double bw_factor = 1;
+  double latency_s = 0;
+};
+LevelView level_view(const TierSpec& t, int nodes);
+
 /// Effective per-rank bandwidth of tier `t` at a message of `bytes` (size efficiency).
 double tier_bandwidth(const TierSpec& t, double bytes);
 

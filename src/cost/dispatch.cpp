@@ -43,8 +43,9 @@ Stage inter_stage(const HardwareSpec& hw, const EpLayout& ep, std::string name, 
   const double nic = measured ? measured->bus_bw_bytes_per_s * tier_bandwidth(cluster, bytes * sharers) /
                                     cluster.bw_bytes_per_s
                               : tier_bandwidth(cluster, bytes * sharers);
-  st.bw = (nic + paired_bandwidth(hw, ep.nodes, &st.link)) / sharers;
-  st.time_s = bytes / st.bw + cluster.latency_s;
+  const LevelView level = level_view(cluster, ep.nodes);
+  st.bw = (nic * level.bw_factor + paired_bandwidth(hw, ep.nodes, &st.link)) / sharers;
+  st.time_s = bytes / st.bw + level.latency_s;
   st.engine = measured ? measured->engine : cluster.engine;
   st.compute_share = measured && measured->engine == Engine::Compute ? measured->compute_share : dma_compute_share(hw);
   return st;

@@ -351,16 +351,34 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
   return parts;
 }
 
-std::vector<int> chunk_layer_counts(int layers, int chunks) {
+std::vector<int> chunk_layer_counts(int layers, int chunks, int first, int last, bool embedding, bool loss) {
   chunks = std::max(1, chunks);
-  const int base = layers / chunks, rem = layers % chunks;
-  std::vector<int> counts(static_cast<std::size_t>(chunks), base + 1);
-  int shorter = rem == 0 ? chunks : chunks - rem;
-  // Outermost first: 0, V-1, 1, V-2, ...
-  for (int i = 0, lo = 0, hi = chunks - 1; i < shorter; ++i) {
-    int c = (i % 2 == 0) ? lo++ : hi--;
+  std::vector<int> counts(static_cast<std::size_t>(chunks), 0);
+  int lo = 0, hi = chunks - 1, rest = layers;
+  if (first > 0) {
+    counts[0] = first;
+    rest -= first;
+    lo = 1;
+  }
+  if (last > 0 && hi >= lo) {
+    counts[static_cast<std::size_t>(hi)] = last;
+    rest -= last;
+    --hi;
+  }
+  if (hi < lo) return counts;
+  // The rest over chunks lo..hi, the embedding / head counted as a layer where asked.
+  const int front = embedding && lo == 0 ? 1 : 0, back = loss && hi == chunks - 1 ? 1 : 0;
+  const int n = hi - lo + 1, units = std::max(0, rest) + front + back;
+  const int base = units / n, rem = units % n;
+  for (int c = lo; c <= hi; ++c) counts[static_cast<std::size_t>(c)] = base + 1;
+  int shorter = rem == 0 ? n : n - rem;
+  // Outermost first: lo, hi, lo + 1, hi - 1, ...
+  for (int i = 0, a = lo, b = hi; i < shorter; ++i) {
+    const int c = (i % 2 == 0) ? a++ : b--;
     counts[static_cast<std::size_t>(c)] = base;
   }
+  if (front) counts[static_cast<std::size_t>(lo)] = std::max(0, counts[static_cast<std::size_t>(lo)] - 1);
+  if (back) counts[static_cast<std::size_t>(hi)] = std::max(0, counts[static_cast<std::size_t>(hi)] - 1);
   return counts;
 }
 
@@ -370,7 +388,9 @@ std::vector<std::vector<Chunk>> rank_chunks(const ModelSpec& m, const Strategy& 
   int chunks = pp;
   if (s.schedule == Schedule::Interleaved) chunks = pp * vpp;
   if (s.schedule == Schedule::DualPipeV) chunks = 2 * pp;
-  const std::vector<int> counts = chunk_layer_counts(m.layers, chunks);
+  const Parallel& p = s.parallel;
+  const std::vector<int> counts = chunk_layer_counts(m.layers, chunks, p.first_stage_layers, p.last_stage_layers,
+                                                     p.embedding_in_split, p.loss_in_split);
   std::vector<Chunk> all;
   int first = 0;
   for (int c = 0; c < chunks; ++c) {

@@ -55,8 +55,13 @@ struct Chunk {
 
 /// Layers per chunk in model order: L layers over V chunks as evenly as possible; the
 /// V - L % V chunks one layer short are the outermost ones (first, last, second, second-
-/// to-last, ...), which also hold the embedding and the head.
-std::vector<int> chunk_layer_counts(int layers, int chunks);
+/// to-last, ...), which also hold the embedding and the head. With V = L + 1 or L + 2 the
+/// outermost chunks hold only the embedding / the head. `first` / `last` > 0 fix the first
+/// / last chunk's layers (Megatron's decoder_first/last_pipeline_num_layers); `embedding` /
+/// `loss` count the embedding / head as one more layer in the spread (Megatron's
+/// account_for_embedding/loss_in_pipeline_split).
+std::vector<int> chunk_layer_counts(int layers, int chunks, int first = 0, int last = 0,
+                                    bool embedding = false, bool loss = false);
 
 /// The chunks each pipeline rank holds. 1F1B / zero-bubble: chunk r. Interleaved: chunks
 /// r, r + pp, ... (Megatron). DualPipe: stages r and pp - 1 - r (two copies of the model).

@@ -294,6 +294,10 @@ std::vector<Strategy> enumerate(const HardwareSpec& hw, const ModelSpec& m, cons
   base.collective_algorithm = sp.collective_algorithm;
   base.training.unfused_attention = sp.unfused_attention;
   base.training.attention_kernel = sp.attention_kernel;
+  base.parallel.first_stage_layers = sp.first_stage_layers;
+  base.parallel.last_stage_layers = sp.last_stage_layers;
+  base.parallel.embedding_in_split = sp.embedding_in_split;
+  base.parallel.loss_in_split = sp.loss_in_split;
   base.training.eager_elementwise = sp.eager_elementwise;
 
   for (int n : nodes) {
@@ -450,6 +454,8 @@ std::string search_key(const SearchSpace& sp, const SearchOptions& o) {
   for (const Choice<bool>* c : {&sp.sp, &sp.ep_over_dies, &sp.optimizer_offload, &sp.activation_offload}) put(k, *c);
   k += sp.unfused_attention ? "U|" : "F|";
   k += sp.attention_kernel + (sp.eager_elementwise ? "|E|" : "|");
+  k += std::to_string(sp.first_stage_layers) + "," + std::to_string(sp.last_stage_layers) + "," +
+       std::to_string(sp.embedding_in_split) + std::to_string(sp.loss_in_split) + "|";
   put(k, sp.precision);
   put(k, sp.recompute);
   put(k, sp.optimizer);

@@ -84,7 +84,7 @@ TEST_SUITE("config.presets") {
     CHECK(hw.device.peak(Dtype::Bf16) == 1024e12);               // public BR100
     // 8 cards per node: die 2 x vnode 4 x node 2 = 16 dies = 8 cards (sec. 1.1, 1.5)
     CHECK(hw.devices_per_node() == 8);
-    CHECK(hw.max_nodes() == 64);
+    CHECK(hw.max_nodes() == 1024);                               // assumed flat RoCE fabric, sec. 3.1 / 8
     REQUIRE(hw.tiers.size() == 4);
     CHECK(hw.tiers[3].bw_bytes_per_s == 12e9);                   // RDMA send/recv, sec. 1.4
     const auto& ag = hw.tiers[2].collective(Collective::AllGather);
@@ -278,7 +278,7 @@ TEST_SUITE("config.rules") {
     CHECK(rules_of(check_rules(s, hw, ds)) == std::vector<std::string>{"layers_pp"});
 
     s = row1();
-    s.nodes = 128;  // cluster tier has 64 nodes; 128 x 8 = 1024 != 128 devices
+    s.nodes = 2048;  // cluster tier has 1024 nodes; 2048 x 8 = 16384 != 128 devices
     CHECK(rules_of(check_rules(s, hw, ds)) == std::vector<std::string>{"nodes_cluster", "world"});
 
     s = row1();

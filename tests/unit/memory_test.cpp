@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <numeric>
 #include <cstdio>
 #include <string>
 
@@ -368,6 +369,32 @@ TEST_SUITE("cost.memory") {
     CHECK(c8[2] == 8);
     auto even = cost::chunk_layer_counts(80, 4);
     for (int n : even) CHECK(n == 20);
+  }
+
+  TEST_CASE("uneven pipelines: fixed first / last stages, embedding and loss in the split, empty outer chunks") {
+    // Qwen3-235B: 94 layers on PP32 x VPP3 = 96 chunks: the two outermost hold only the
+    // embedding and the head, every other chunk one layer.
+    auto q = cost::chunk_layer_counts(94, 96);
+    CHECK(q[0] == 0);
+    CHECK(q[95] == 0);
+    CHECK(std::accumulate(q.begin(), q.end(), 0) == 94);
+    // Megatron --decoder-first-pipeline-num-layers 1 --decoder-last-pipeline-num-layers 2:
+    // 61 layers on 16 stages -> 58 over the 14 inner stages = 12 x 4 + 2 x 5; the 4-layer
+    // (short) ones are the outermost (1, 14, 2, 13, ...), so the innermost 7 and 8 hold 5.
+    auto f = cost::chunk_layer_counts(61, 16, 1, 2);
+    CHECK(f[0] == 1);
+    CHECK(f[15] == 2);
+    CHECK(std::accumulate(f.begin(), f.end(), 0) == 61);
+    CHECK(f[1] == 4);
+    CHECK(f[14] == 4);
+    CHECK(f[7] == 5);
+    CHECK(f[8] == 5);
+    // --account-for-embedding/loss-in-pipeline-split: 62 layers + 2 = 64 units on 16 stages,
+    // 4 each; the first and last give one unit to the embedding and the loss.
+    auto a = cost::chunk_layer_counts(62, 16, 0, 0, true, true);
+    CHECK(a[0] == 3);
+    CHECK(a[15] == 3);
+    for (int i = 1; i < 15; ++i) CHECK(a[static_cast<std::size_t>(i)] == 4);
   }
 
   TEST_CASE("activation offload keeps one set on the device and puts the rest in host memory") {
