@@ -271,7 +271,9 @@ struct ModelSpec {
 
 enum class Precision { Bf16, Fp8 };
 enum class RecomputeMode { None, Selective, Full, Modules };
-enum class Optimizer { Adam, Adam8bit };
+/// Adam: FP32 master weights and moments; Adam8bit: 8-bit blockwise moments; AdamBf16: BF16
+/// moments beside FP32 master weights (DeepSeek-V3 sec. 3.3.3).
+enum class Optimizer { Adam, Adam8bit, AdamBf16 };
 enum class Dispatch { AllGather, AllToAll, DeepEp, SendRecvAllGather, SendRecvDeepEp };
 /// Uniform: random top-k (statistical load imbalance); NodeLimited: at most
 /// max_nodes_per_token nodes; Balanced: forced-balanced routing, every expert gets exactly
@@ -324,6 +326,12 @@ struct Training {
   /// upcasts (RMSNorm, SwiGLU, complex RoPE, cross-entropy), rather than the fused kernels
   /// of Megatron-Core / Transformer Engine / Apex or torch.compile. `training.elementwise: eager`.
   bool eager_elementwise = false;
+  /// Low-precision storage (DeepSeek-V3 sec. 3.3.3; Megatron-LM --fp8-param-gather): with FP8
+  /// GEMMs, linear-layer weights are held in FP8 only (the FP32 master stays with the
+  /// optimizer), the attention output is cached once in FP8 (E5M6; it serves the flash
+  /// backward and o_proj's weight gradient) and the SwiGLU inputs of the experts in FP8.
+  /// `training.fp8_storage: true`.
+  bool fp8_storage = false;
 };
 
 /// MoE execution settings.
@@ -335,6 +343,12 @@ struct MoeExec {
   /// once before the dispatch, DeepSeek-V3 sec. 3.3.2) rather than BF16; the combine stays
   /// BF16. Takes effect with FP8 GEMMs only. `moe.dispatch_precision: fp8`.
   bool fp8_dispatch = false;
+  /// Where the routing weights multiply the expert output: at the combine (Megatron-Core:
+  /// the expert outputs are kept for the weights' gradient) or on the SwiGLU output before the
+  /// down-projection (DeepSeek's swiglu_forward_with_weight kernels: the down-projection's
+  /// input gradient gives the weights' gradient, no expert output is kept).
+  /// `moe.gate_at: combine | swiglu`.
+  bool gate_at_swiglu = false;
 };
 
 /// Which communication overlaps with compute.
@@ -404,6 +418,7 @@ struct SearchSpace {
   bool unfused_attention = false;  ///< training.attention: unfused
   std::string attention_kernel;    ///< training.attention: a named flash kernel (empty = default)
   bool eager_elementwise = false;  ///< training.elementwise: eager
+  bool fp8_storage = false;        ///< training.fp8_storage
   Choice<int> global_batch;
   int seq_len = 0;
   Choice<Precision> precision;
@@ -413,6 +428,7 @@ struct SearchSpace {
   Choice<Routing> routing;
   double imbalance = 1.0;
   bool fp8_dispatch = false;  ///< moe.dispatch_precision: fp8
+  bool gate_at_swiglu = false;  ///< moe.gate_at: swiglu
   Choice<Schedule> schedule;
   Overlap overlap;
   CollectiveAlgorithm collective_algorithm = CollectiveAlgorithm::Auto;

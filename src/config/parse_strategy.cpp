@@ -11,7 +11,8 @@ namespace paraplan::config {
 
 const EnumNames<Precision> kPrecisionNames{{"bf16", Precision::Bf16}, {"fp8", Precision::Fp8}};
 const EnumNames<Optimizer> kOptimizerNames{{"adam", Optimizer::Adam},
-                                           {"adam8bit", Optimizer::Adam8bit}};
+                                           {"adam8bit", Optimizer::Adam8bit},
+                                           {"adam_bf16", Optimizer::AdamBf16}};
 const EnumNames<Dispatch> kDispatchNames{{"allgather", Dispatch::AllGather},
                                          {"alltoall", Dispatch::AllToAll},
                                          {"deepep", Dispatch::DeepEp},
@@ -198,6 +199,7 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
     if (auto v = t.enumeration("elementwise", EnumNames<bool>{{"fused", false}, {"eager", true}})) {
       sp.eager_elementwise = *v;
     }
+    if (auto v = t.boolean("fp8_storage")) sp.fp8_storage = *v;
     // flash (the hardware's default kernel), unfused, or one of the hardware's flash-attention
     // kernels by name (checked against the hardware by the `attention_kernel` rule).
     if (auto v = t.text("attention")) {
@@ -216,6 +218,9 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
     if (auto v = m.number("imbalance", 1.0, 1e6)) sp.imbalance = *v;
     if (auto v = m.enumeration("dispatch_precision", EnumNames<bool>{{"bf16", false}, {"fp8", true}})) {
       sp.fp8_dispatch = *v;
+    }
+    if (auto v = m.enumeration("gate_at", EnumNames<bool>{{"combine", false}, {"swiglu", true}})) {
+      sp.gate_at_swiglu = *v;
     }
     m.finish();
   }
@@ -276,10 +281,12 @@ Strategy read_strategy(const Node& root, Diags& diags) {
   s.training.unfused_attention = sp.unfused_attention;
   s.training.attention_kernel = sp.attention_kernel;
   s.training.eager_elementwise = sp.eager_elementwise;
+  s.training.fp8_storage = sp.fp8_storage;
   s.moe.dispatch = first_or(sp.dispatch, Dispatch::AllToAll);
   s.moe.routing = first_or(sp.routing, Routing::Uniform);
   s.moe.imbalance = sp.imbalance;
   s.moe.fp8_dispatch = sp.fp8_dispatch;
+  s.moe.gate_at_swiglu = sp.gate_at_swiglu;
   s.schedule = first_or(sp.schedule, Schedule::OneFOneB);
   s.overlap = sp.overlap;
   s.collective_algorithm = sp.collective_algorithm;

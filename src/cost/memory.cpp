@@ -270,6 +270,9 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
   // flash backward reads it, so O is kept in BF16 beside its FP8 copy).
   const bool fp8 = model::fp8_gemms(s.training.precision, plan.hardware.device);
   const double gemm_in = fp8 ? 1.0 : kBf16Bytes;
+  // DeepSeek-V3's low-precision storage (sec. 3.3.3): the attention output once in FP8
+  // (E5M6), the experts' SwiGLU inputs in FP8.
+  const bool low_store = fp8 && s.training.fp8_storage;
 
   struct Stored {
     Tag tag;
@@ -312,7 +315,7 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
     keep(Tag::CoreAttn, (opt.attention_dropout ? 5.0 : 2.0) * b * heads * (seq / s.parallel.cp) * seq, 1.0);
   }
   // o_proj input (= flash output O); with FP8 also its FP8 copy
-  keep(Tag::AttnOut, T * heads * dv, fp8 ? kBf16Bytes + 1.0 : kBf16Bytes);
+  keep(Tag::AttnOut, T * heads * dv, low_store ? 1.0 : fp8 ? kBf16Bytes + 1.0 : kBf16Bytes);
   if (opt.hidden_dropout) keep(Tag::Dropout, Tr * h, 1.0);  // after attention
 
   if (!moe_layer) {
@@ -326,9 +329,11 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
     const double copies = tok.per_expert_slowest * tok.experts_per_rank * dies_per_rank_group(plan);
     const double fe = static_cast<double>(e.expert_intermediate) / s.parallel.etp;
     keep(Tag::Dispatched, copies * h, gemm_in);  // FP8 dispatch delivers FP8 tokens
-    keep(Tag::ExpertFc1, copies * (swiglu ? 2 : 1) * fe, kBf16Bytes);
+    keep(Tag::ExpertFc1, copies * (swiglu ? 2 : 1) * fe, low_store ? 1.0 : kBf16Bytes);
     keep(Tag::ExpertAct, copies * fe, gemm_in);
-    keep(Tag::ExpertOut, copies * h, kBf16Bytes);
+    // Routing weights applied at the combine need the expert outputs for their gradient;
+    // applied on the SwiGLU output (DeepSeek) they do not.
+    if (!s.moe.gate_at_swiglu) keep(Tag::ExpertOut, copies * h, kBf16Bytes);
     if (e.shared_experts > 0) {
       const double fs = static_cast<double>(e.shared_experts) * e.shared_expert_intermediate / t;
       keep(Tag::Shared, T * (swiglu ? 2 : 1) * fs, kBf16Bytes);  // fc1 output
@@ -459,6 +464,8 @@ double optimizer_bytes_per_param(Optimizer o) {
       return 3 * kFp32Bytes;
     case Optimizer::Adam8bit:
       return kFp32Bytes + 2 * (1.0 + kFp32Bytes / kAdam8bitBlock);
+    case Optimizer::AdamBf16:
+      return kFp32Bytes + 2 * kBf16Bytes;
   }
   return 3 * kFp32Bytes;
 }
@@ -559,7 +566,10 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
   est.host_capacity = hw.host.memory_bytes;
   est.micro_batches = micro_batches(s);
 
-  const double weight_bytes = kBf16Bytes + (s.training.precision == Precision::Fp8 ? 1.0 : 0.0);
+  // BF16 weights, and their FP8 copies under FP8 training; FP8 only with low-precision
+  // storage (the FP32 master lives with the optimizer).
+  const bool fp8_weights = s.training.precision == Precision::Fp8;
+  const double weight_bytes = fp8_weights && s.training.fp8_storage ? 1.0 : kBf16Bytes + (fp8_weights ? 1.0 : 0.0);
   const double grad_bytes = kFp32Bytes;
   const double opt_bytes = optimizer_bytes_per_param(s.training.optimizer);
   const double dense_shard = static_cast<double>(p.dp) * p.cp;

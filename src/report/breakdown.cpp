@@ -45,6 +45,8 @@ void write_strategy(report::JsonWriter& w, const Plan& plan) {
   w.field("routing", spelling(kRoutingNames, s.moe.routing));
   w.field("imbalance", s.moe.imbalance);
   w.field("dispatch_precision", s.moe.fp8_dispatch ? "fp8" : "bf16");
+  w.field("gate_at", s.moe.gate_at_swiglu ? "swiglu" : "combine");
+  w.field("fp8_storage", s.training.fp8_storage);
   w.end_object();
   w.field("schedule", spelling(kScheduleNames, s.schedule));
   w.field("collective_algorithm", spelling(kCollectiveAlgorithmNames, s.collective_algorithm));

@@ -20,7 +20,7 @@ std::size_t LayerKeyHash::operator()(const LayerKey& k) const noexcept {
   mix(static_cast<std::size_t>(k.dispatch));
   mix(static_cast<std::size_t>(k.routing));
   mix(std::hash<double>{}(k.imbalance));
-  mix(k.fp8_dispatch ? 1u : 0u);
+  mix((k.fp8_dispatch ? 1u : 0u) | (k.gate_at_swiglu ? 2u : 0u) | (k.fp8_storage ? 4u : 0u));
   mix(static_cast<std::size_t>(k.algorithm));
   mix(std::hash<std::string>{}(k.attention_kernel));
   mix(k.eager_elementwise ? 1u : 0u);
@@ -48,6 +48,8 @@ LayerKey key_of(const Strategy& s, int model_seq) {
   k.routing = s.moe.routing;
   k.imbalance = s.moe.imbalance;
   k.fp8_dispatch = s.moe.fp8_dispatch;
+  k.gate_at_swiglu = s.moe.gate_at_swiglu;
+  k.fp8_storage = s.training.fp8_storage;
   k.algorithm = s.collective_algorithm;
   k.overlap_tp = s.overlap.tp;
   k.unfused_attention = s.training.unfused_attention;

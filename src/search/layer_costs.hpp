@@ -27,6 +27,7 @@ struct LayerKey {
   Routing routing = Routing::Uniform;
   double imbalance = 1.0;
   bool fp8_dispatch = false;
+  bool gate_at_swiglu = false, fp8_storage = false;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto;
   bool overlap_tp = false;
   bool unfused_attention = false;

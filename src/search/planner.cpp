@@ -290,6 +290,8 @@ std::vector<Strategy> enumerate(const HardwareSpec& hw, const ModelSpec& m, cons
   base.training.seq_len = sp.seq_len;
   base.moe.imbalance = sp.imbalance;
   base.moe.fp8_dispatch = sp.fp8_dispatch;
+  base.moe.gate_at_swiglu = sp.gate_at_swiglu;
+  base.training.fp8_storage = sp.fp8_storage;
   base.overlap = sp.overlap;
   base.collective_algorithm = sp.collective_algorithm;
   base.training.unfused_attention = sp.unfused_attention;
@@ -462,7 +464,8 @@ std::string search_key(const SearchSpace& sp, const SearchOptions& o) {
   put(k, sp.dispatch);
   put(k, sp.routing);
   put(k, sp.schedule);
-  k += std::to_string(sp.seq_len) + "|" + std::to_string(sp.imbalance) + (sp.fp8_dispatch ? "f8" : "") + "|" + std::to_string(sp.memory_headroom) +
+  k += std::to_string(sp.seq_len) + "|" + std::to_string(sp.imbalance) + (sp.fp8_dispatch ? "f8" : "") + (sp.gate_at_swiglu ? "gs" : "") +
+       (sp.fp8_storage ? "st" : "") + "|" + std::to_string(sp.memory_headroom) +
        "|" + std::to_string(sp.overlap.ep) + std::to_string(sp.overlap.dp) + std::to_string(sp.overlap.tp) +
        std::to_string(sp.overlap.pp) + "|" + std::to_string(static_cast<int>(sp.collective_algorithm)) + "|" +
        std::to_string(o.top) + "|" + std::to_string(static_cast<int>(o.objective)) + "|" + std::to_string(o.keep_all);

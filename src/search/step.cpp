@@ -169,7 +169,8 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
 
   // Optimizer: a memory-bound pass over the rank's states: read the FP32 gradient, read and
   // write master weights and both moments, write the BF16 weight (Adam 4 + 8 + 8 + 8 + 2 =
-  // 30 B per parameter; 8-bit Adam 4 + 8 + 2 + 2 + 2 = 18 B). Offloaded: gradients down and
+  // 30 B per parameter; BF16 moments 4 + 8 + 4 + 4 + 2 = 22 B; 8-bit Adam 4 + 8 + 2 + 2 + 2 =
+  // 18 B). Offloaded: gradients down and
   // weights up over the host link (4 + 2 B per parameter); the host-side update is not costed.
   if (!memory.stages.empty()) {
     const StageMemory& st = memory.stages[static_cast<std::size_t>(memory.worst_stage)];
@@ -182,7 +183,9 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
     if (s.training.optimizer_offload) {
       t.optimizer = hw.host.offload_bw_bytes_per_s > 0 ? shard * 6.0 / hw.host.offload_bw_bytes_per_s : 0;
     } else {
-      const double bytes = s.training.optimizer == Optimizer::Adam ? 30.0 : 18.0;
+      const double bytes = s.training.optimizer == Optimizer::Adam       ? 30.0
+                           : s.training.optimizer == Optimizer::AdamBf16 ? 22.0
+                                                                          : 18.0;
       t.optimizer = shard * bytes / (hw.device.memory_bw_bytes_per_s * hw.device.memory_bound_efficiency);
     }
     // Activation offload: each in-flight set goes to the host and comes back once per

@@ -655,3 +655,38 @@ TEST_SUITE("validation.seed_memory") {
     CHECK(q74 < 1.0);
   }
 }
+
+TEST_SUITE("cost.memory") {
+  TEST_CASE("DeepSeek-V3's low-precision storage: FP8 attention output and SwiGLU inputs, no expert outputs, BF16 moments") {
+    // strategies/deepseek-v3-h800.yaml with balanced routing: 4096 tokens per GPU, 128 heads
+    // of v_head_dim 128, 4 experts per rank each receiving 4096 x 64 x 8 / 256 = 8192 tokens.
+    Plan p = load_plan("deepseek-v3-h800");
+    p.strategy.moe.routing = Routing::Balanced;
+    auto bytes = [](const std::vector<MemoryPart>& parts, const std::string& name) {
+      double b = 0;
+      for (const MemoryPart& x : parts) b += x.name == name ? x.bytes : 0.0;
+      return b;
+    };
+    auto parts = cost::layer_activations(p, true, 1.0);
+    const double copies = 8192.0 * 4;
+    CHECK(bytes(parts, "attention.output") == doctest::Approx(4096.0 * 128 * 128 * 1));  // E5M6, 1 B
+    CHECK(bytes(parts, "moe.expert_fc1") == doctest::Approx(copies * 2 * 2048 * 1));     // FP8 SwiGLU input
+    CHECK(bytes(parts, "moe.expert_act") == 0);     // recomputed (moe_act)
+    CHECK(bytes(parts, "moe.expert_output") == 0);  // weights applied on the SwiGLU output
+    // Megatron's way: BF16 + FP8 attention output, BF16 SwiGLU input, expert outputs kept
+    p.strategy.training.fp8_storage = false;
+    p.strategy.moe.gate_at_swiglu = false;
+    parts = cost::layer_activations(p, true, 1.0);
+    CHECK(bytes(parts, "attention.output") == doctest::Approx(4096.0 * 128 * 128 * 3));
+    CHECK(bytes(parts, "moe.expert_fc1") == doctest::Approx(copies * 2 * 2048 * 2));
+    CHECK(bytes(parts, "moe.expert_output") == doctest::Approx(copies * 7168 * 2));
+    // Optimizer states per parameter: FP32 master 4 + BF16 moments 2 + 2
+    CHECK(cost::optimizer_bytes_per_param(Optimizer::AdamBf16) == 8.0);
+  }
+
+  TEST_CASE("DeepSeek-V3 as DeepSeek trained it fits in an 80 GB H800") {
+    const MemoryEstimate m = estimate_memory(load_plan("deepseek-v3-h800"));
+    CHECK(m.feasible);
+    CHECK(m.stages[static_cast<std::size_t>(m.worst_stage)].total < 80.0 * 1024 * 1024 * 1024);
+  }
+}
