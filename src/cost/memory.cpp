@@ -636,9 +636,14 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
     st.activations = per_set_sum * on_device;
     if (detail) add_parts(st.activation_parts, per_set, on_device);
     if (s.training.recompute.mode != RecomputeMode::None) {
-      // One layer's recomputed tensors exist again while its backward runs.
+      // One layer's recomputed tensors exist again while its backward runs. On the stage
+      // with the loss they never meet the FP32 logits: the loss's backward frees those
+      // before the first layer is recomputed (1F1B runs the last stage's forward and
+      // backward of a micro-batch back to back), so only what the working set needs beyond
+      // the logits adds to the peak.
       double ws = std::max(rank_has_dense_layer ? in.dense_extra : 0.0,
                            rank_has_moe_layer ? in.moe_extra : 0.0);
+      if (st.head) ws = std::max(0.0, ws - (1 + m.mtp_depth) * T * m.vocab / p.tp * kFp32Bytes);
       st.activations += ws;
       if (detail) add_part(st.activation_parts, "recompute_working_set", ws);
     }

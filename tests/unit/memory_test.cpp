@@ -626,9 +626,10 @@ TEST_SUITE("validation.seed_memory") {
                                     << (worst(e).total / measured - 1) * 100 << "% vs 61264 MiB)");
     CHECK(e.worst_stage == 15);
     CHECK(worst(e).total == doctest::Approx(measured).epsilon(0.10));
-    // +7.5% puts the prediction 0.3 GB over the 64 GiB card, so the tool calls the measured
-    // configuration infeasible by less than 1% of capacity: an edge case inside the tolerance.
-    CHECK(worst(e).total < 1.01 * e.capacity);
+    // The FP32 logits of the loss are freed before the first layer is recomputed, so they and
+    // the recompute working set do not add up: the configuration that ran fits.
+    CHECK(e.feasible);
+    CHECK(worst(e).total < e.capacity);
   }
 
   TEST_CASE("A/M scaling of the seven-row table: row 4 about half of row 1, row 7 about row 4") {
