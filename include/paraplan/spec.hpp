@@ -332,6 +332,10 @@ struct Training {
   /// backward and o_proj's weight gradient) and the SwiGLU inputs of the experts in FP8.
   /// `training.fp8_storage: true`.
   bool fp8_storage = false;
+  /// Main gradients (accumulated over micro-batches and reduced over DP) in BF16 rather than
+  /// FP32 (Megatron-LM --accumulate-allreduce-grads-in-fp32 off, NeMo grad_reduce_in_fp32
+  /// false). `training.grad_precision: bf16`.
+  bool bf16_grads = false;
 };
 
 /// MoE execution settings.
@@ -419,6 +423,7 @@ struct SearchSpace {
   std::string attention_kernel;    ///< training.attention: a named flash kernel (empty = default)
   bool eager_elementwise = false;  ///< training.elementwise: eager
   bool fp8_storage = false;        ///< training.fp8_storage
+  bool bf16_grads = false;         ///< training.grad_precision: bf16
   Choice<int> global_batch;
   int seq_len = 0;
   Choice<Precision> precision;

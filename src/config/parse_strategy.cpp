@@ -200,6 +200,9 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
       sp.eager_elementwise = *v;
     }
     if (auto v = t.boolean("fp8_storage")) sp.fp8_storage = *v;
+    if (auto v = t.enumeration("grad_precision", EnumNames<bool>{{"fp32", false}, {"bf16", true}})) {
+      sp.bf16_grads = *v;
+    }
     // flash (the hardware's default kernel), unfused, or one of the hardware's flash-attention
     // kernels by name (checked against the hardware by the `attention_kernel` rule).
     if (auto v = t.text("attention")) {
@@ -282,6 +285,7 @@ Strategy read_strategy(const Node& root, Diags& diags) {
   s.training.attention_kernel = sp.attention_kernel;
   s.training.eager_elementwise = sp.eager_elementwise;
   s.training.fp8_storage = sp.fp8_storage;
+  s.training.bf16_grads = sp.bf16_grads;
   s.moe.dispatch = first_or(sp.dispatch, Dispatch::AllToAll);
   s.moe.routing = first_or(sp.routing, Routing::Uniform);
   s.moe.imbalance = sp.imbalance;

@@ -570,7 +570,7 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
   // storage (the FP32 master lives with the optimizer).
   const bool fp8_weights = s.training.precision == Precision::Fp8;
   const double weight_bytes = fp8_weights && s.training.fp8_storage ? 1.0 : kBf16Bytes + (fp8_weights ? 1.0 : 0.0);
-  const double grad_bytes = kFp32Bytes;
+  const double grad_bytes = s.training.bf16_grads ? kBf16Bytes : kFp32Bytes;
   const double opt_bytes = optimizer_bytes_per_param(s.training.optimizer);
   const double dense_shard = static_cast<double>(p.dp) * p.cp;
   const double dies = s.ep_over_dies ? std::max(1, hw.device.dies) : 1;

@@ -93,11 +93,12 @@ struct Planner::Impl {
     const int edp = static_cast<int>(std::max<long long>(
         1, static_cast<long long>(p.tp) * p.cp * p.dp * (dies ? hw.device.dies : 1) / (static_cast<long long>(p.ep) * p.etp)));
     const long long expert_stride = static_cast<long long>(p.ep) * p.etp;
+    const double grad = s.training.bf16_grads ? 2.0 : 4.0;
     auto sync = [&](int group, long long stride, bool on_dies, double params) {
       if (group <= 1 || params <= 0) return 0.0;
-      // FP32 gradients (Megatron's main grads), BF16 parameters.
-      if (zero == 0) return collective_time(Collective::AllReduce, group, stride, on_dies, 4 * params, memo);
-      double t = collective_time(Collective::ReduceScatter, group, stride, on_dies, 4 * params, memo) +
+      // FP32 (or BF16) main gradients, BF16 parameters.
+      if (zero == 0) return collective_time(Collective::AllReduce, group, stride, on_dies, grad * params, memo);
+      double t = collective_time(Collective::ReduceScatter, group, stride, on_dies, grad * params, memo) +
                  collective_time(Collective::AllGather, group, stride, on_dies, 2 * params, memo);
       // ZeRO-3 gathers the weights again for every micro-batch's forward and backward.
       if (zero >= 3) {
@@ -292,6 +293,7 @@ std::vector<Strategy> enumerate(const HardwareSpec& hw, const ModelSpec& m, cons
   base.moe.fp8_dispatch = sp.fp8_dispatch;
   base.moe.gate_at_swiglu = sp.gate_at_swiglu;
   base.training.fp8_storage = sp.fp8_storage;
+  base.training.bf16_grads = sp.bf16_grads;
   base.overlap = sp.overlap;
   base.collective_algorithm = sp.collective_algorithm;
   base.training.unfused_attention = sp.unfused_attention;
@@ -465,7 +467,7 @@ std::string search_key(const SearchSpace& sp, const SearchOptions& o) {
   put(k, sp.routing);
   put(k, sp.schedule);
   k += std::to_string(sp.seq_len) + "|" + std::to_string(sp.imbalance) + (sp.fp8_dispatch ? "f8" : "") + (sp.gate_at_swiglu ? "gs" : "") +
-       (sp.fp8_storage ? "st" : "") + "|" + std::to_string(sp.memory_headroom) +
+       (sp.fp8_storage ? "st" : "") + (sp.bf16_grads ? "g16" : "") + "|" + std::to_string(sp.memory_headroom) +
        "|" + std::to_string(sp.overlap.ep) + std::to_string(sp.overlap.dp) + std::to_string(sp.overlap.tp) +
        std::to_string(sp.overlap.pp) + "|" + std::to_string(static_cast<int>(sp.collective_algorithm)) + "|" +
        std::to_string(o.top) + "|" + std::to_string(static_cast<int>(o.objective)) + "|" + std::to_string(o.keep_all);
