@@ -691,3 +691,15 @@ TEST_SUITE("cost.memory") {
     CHECK(m.stages[static_cast<std::size_t>(m.worst_stage)].total < 80.0 * 1024 * 1024 * 1024);
   }
 }
+
+TEST_SUITE("cost.memory") {
+  TEST_CASE("BF16 main gradients take 2 B per parameter instead of 4") {
+    Plan p = load_plan("deepseek-v3-h800");
+    const MemoryEstimate fp32 = estimate_memory(p);
+    p.strategy.training.bf16_grads = true;
+    const MemoryEstimate bf16 = estimate_memory(p);
+    for (std::size_t i = 0; i < fp32.stages.size(); ++i) {
+      CHECK(bf16.stages[i].gradients == doctest::Approx(fp32.stages[i].gradients / 2));
+    }
+  }
+}
