@@ -65,9 +65,37 @@ struct Estimate {
   /// Per-micro-batch times of the bottleneck rank: forward, input-grad (+ recompute),
   /// weight-grad, including exposed TP/EP communication.
   double stage_f_s = 0, stage_b_s = 0, stage_w_s = 0;
+  /// Whether step_time_s comes from the event simulation of the schedule (evaluate, and
+  /// the re-timed top results of a search) rather than the closed-form bubble.
+  bool simulated = false;
+  /// The closed-form step time (the search's fast estimate), for comparison.
+  double closed_form_step_s = 0;
 };
 
 enum class Progress { Enumerating, Evaluating, Done };
+
+/// One task of the simulated step on one pipeline rank, for timelines (seconds from the
+/// step's start).
+struct TimelineEvent {
+  int stage = 0;          ///< pipeline rank
+  std::string stream;     ///< compute | p2p | dp
+  std::string kind;       ///< F | B | W (compute), send (p2p), sync (dp), optimizer
+  int chunk = 0;          ///< the rank's chunk (virtual stage; DualPipe: 0 own direction, 1 the other)
+  int micro = 0;          ///< micro-batch
+  double start_s = 0, end_s = 0;
+};
+
+/// The simulated step of one strategy.
+struct Timeline {
+  Schedule schedule = Schedule::OneFOneB;
+  int stages = 1;
+  int micro_batches = 1;
+  double step_time_s = 0;       ///< as Estimate::step_time_s
+  double pipeline_s = 0;        ///< the pipeline part: first forward to last weight gradient
+  bool ok = true;               ///< false: the schedule cannot run these micro-batches (error)
+  std::string error;
+  std::vector<TimelineEvent> events;  ///< by stage, then start time
+};
 
 /// Options of a search.
 struct SearchOptions {
@@ -78,6 +106,9 @@ struct SearchOptions {
   /// Called now and then from the calling thread with (done, total); never concurrently.
   std::function<void(std::size_t done, std::size_t total)> progress;
   const std::atomic<bool>* cancel = nullptr;  ///< set to true to stop early
+  /// The best this many (at least `top`) by the closed form are re-timed by the event
+  /// simulation and ranked by it; 0 = rank by the closed form only.
+  int resimulate = 64;
 };
 
 /// One rejection rule and how many candidates it rejected.
@@ -104,6 +135,7 @@ struct SearchResult {
   int threads = 1;                   ///< worker threads used
   bool cancelled = false;
   bool from_cache = false;           ///< the planner answered the same question before
+  Timeline best_timeline;            ///< the simulated step of best.front() (empty without one)
 };
 
 /// Everything known about one strategy: the estimate and the breakdowns behind it.
@@ -125,6 +157,9 @@ class PARAPLAN_EXPORT Planner {
 
   /// The full prediction for one strategy (its hardware/model fields are ignored).
   [[nodiscard]] Estimate evaluate(const Strategy& s) const;
+
+  /// The simulated step of `s` task by task (for Chrome traces and Gantt charts).
+  [[nodiscard]] Timeline timeline(const Strategy& s) const;
 
   /// The estimate with every breakdown (slower than evaluate: builds the op lists).
   [[nodiscard]] Evaluation explain(const Strategy& s) const;

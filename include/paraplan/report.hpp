@@ -76,7 +76,12 @@ namespace paraplan {
 [[nodiscard]] PARAPLAN_EXPORT std::string rank_markdown(const SpacePlan& space, const SearchResult& r,
                                                         const std::string& best_detail);
 
-/// A Mermaid `gantt` block of the pipeline (1F1B order, first micro-batches, ms).
-[[nodiscard]] PARAPLAN_EXPORT std::string gantt(const Estimate& e);
+/// A Mermaid `gantt` block of the simulated step (Planner::timeline): one section per
+/// stage, compute tasks of the first `micro` micro-batches, titled with the schedule; ms.
+[[nodiscard]] PARAPLAN_EXPORT std::string gantt(const Timeline& tl, int micro);
+
+/// Chrome trace JSON of the simulated step (Perfetto, chrome://tracing): one process per
+/// pipeline stage, one thread per stream (compute, p2p, dp), complete events in microseconds.
+[[nodiscard]] PARAPLAN_EXPORT std::string chrome_trace(const Timeline& tl, const std::string& title);
 
 }  // namespace paraplan

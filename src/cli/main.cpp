@@ -92,9 +92,36 @@ Evaluation evaluate_plan(const paraplan::Plan& plan) {
 
 std::string detail_text(const Evaluation& ev, bool all_ops) { return paraplan::evaluation_text(ev, all_ops); }
 
+// Writes `text` to `path`; false (and a message) when the file cannot be written.
+bool write_text(const std::string& path, const std::string& text, const char* command) {
+  std::filesystem::path p(path);
+  std::error_code ec;
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) {
+    std::cerr << "paraplan " << command << ": cannot write " << path << "\n";
+    return false;
+  }
+  return true;
+}
+
 int cmd_evaluate(const std::string& ref, const std::vector<std::string>& sets, const std::string& format,
-                 bool all_ops) {
-  Evaluation ev = evaluate_plan(paraplan::load_plan(ref, sets));
+                 bool all_ops, const std::string& trace) {
+  const paraplan::Plan plan = paraplan::load_plan(ref, sets);
+  Evaluation ev = evaluate_plan(plan);
+  if (!trace.empty()) {
+    const paraplan::Timeline tl = paraplan::Planner(plan.hardware, plan.model).timeline(plan.strategy);
+    if (!tl.ok) {
+      std::cerr << "paraplan evaluate: no trace: " << tl.error << "\n";
+      return kExitBadInput;
+    }
+    const std::string title = plan.strategy.name + ": " + plan.model.name + " on " + plan.hardware.name;
+    if (!write_text(trace, paraplan::chrome_trace(tl, title), "evaluate")) return kExitBadInput;
+    std::cerr << "wrote " << trace << " (" << tl.events.size() << " events on " << tl.stages
+              << " stages; open in https://ui.perfetto.dev or chrome://tracing)\n";
+  }
   if (format == "json") {
     std::cout << paraplan::evaluation_json(ev);
   } else {
@@ -223,7 +250,7 @@ struct RankArgs {
   std::string hardware, model, space = "default", output, format = "table", objective;
   std::vector<int> nodes;
   std::vector<std::string> sets;
-  int top = 0, threads = 0;
+  int top = 0, threads = 0, resimulate = 64;
 };
 
 int cmd_rank(const RankArgs& a) {
@@ -243,6 +270,7 @@ int cmd_rank(const RankArgs& a) {
   opt.top = a.top > 0 ? a.top : space.space.top;
   opt.objective = space.space.objective;
   opt.keep_all = !a.output.empty() || a.format == "csv";
+  opt.resimulate = a.resimulate;
   const bool tty = isatty(STDERR_FILENO) != 0;
   const auto start = std::chrono::steady_clock::now();
   bool drew = false;
@@ -268,9 +296,11 @@ int cmd_rank(const RankArgs& a) {
   if (!a.output.empty()) {
     std::filesystem::path base(a.output);
     if (base.has_parent_path()) std::filesystem::create_directories(base.parent_path());
-    std::ofstream(base.string() + ".md") << paraplan::rank_markdown(space, r, best_detail);
-    std::ofstream(base.string() + ".csv") << paraplan::rank_csv(r.all);
-    std::ofstream(base.string() + ".json") << paraplan::rank_json(space, r);
+    if (!write_text(base.string() + ".md", paraplan::rank_markdown(space, r, best_detail), "rank") ||
+        !write_text(base.string() + ".csv", paraplan::rank_csv(r.all), "rank") ||
+        !write_text(base.string() + ".json", paraplan::rank_json(space, r), "rank")) {
+      return kExitBadInput;
+    }
   }
   if (a.format == "json") {
     std::cout << paraplan::rank_json(space, r);
@@ -465,6 +495,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> eval_sets;
   std::string eval_format = "table";
   bool eval_all_ops = false;
+  std::string eval_trace;
   auto* evaluate = app.add_subcommand(
       "evaluate", "One strategy in full: step time, TGS, MFU, memory per stage, every op and transfer");
   evaluate->add_option("strategy", eval_ref, "Strategy YAML file or built-in strategy name")->required();
@@ -473,13 +504,16 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
   evaluate->add_flag("--all-ops", eval_all_ops, "Table: list backward and recompute ops too");
+  evaluate->add_option("--trace", eval_trace,
+                       "Write the simulated step as Chrome trace JSON (one track per stage and stream)");
   evaluate->footer(
       "Per-op times are one micro-batch through one layer of each kind on one device; the step\n"
       "combines them with the pipeline schedule, overlap rules, DP sync and the optimizer.\n"
       "Examples:\n"
       "  paraplan evaluate br166-ep16-mb2\n"
       "  paraplan evaluate br166-ep16-mb2 --set moe.dispatch=deepep --set training.micro_batch=1\n"
-      "  paraplan evaluate my-strategy.yaml --format json > estimate.json\n");
+      "  paraplan evaluate my-strategy.yaml --format json > estimate.json\n"
+      "  paraplan evaluate br166-ep16-mb2 --trace step.json\n");
 
   std::vector<std::string> compare_refs;
   std::string compare_format = "table";
@@ -507,6 +541,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"table", "md", "csv", "json"}))
       ->capture_default_str();
   rank->add_option("--threads", rank_args.threads, "Worker threads (default: all cores)");
+  rank->add_option("--resimulate", rank_args.resimulate,
+                   "Re-time the best K of the closed form by the event simulation and rank by it (0: off)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   rank->footer(
       "With no arguments: DeepSeek-V3 on br166-ubbv2 at 16, 32 and 64 nodes (strategies/\n"
       "default.space.yaml). Exit 3 when nothing fits.\n"
@@ -581,7 +619,7 @@ int main(int argc, char** argv) {
   try {
     if (list->parsed()) return cmd_list();
     if (check->parsed()) return cmd_check(check_files, check_all, check_quiet);
-    if (evaluate->parsed()) return cmd_evaluate(eval_ref, eval_sets, eval_format, eval_all_ops);
+    if (evaluate->parsed()) return cmd_evaluate(eval_ref, eval_sets, eval_format, eval_all_ops, eval_trace);
     if (compare->parsed()) return cmd_compare(compare_refs, compare_format);
     if (rank->parsed()) return cmd_rank(rank_args);
     if (validate->parsed()) return cmd_validate(validate_dir);

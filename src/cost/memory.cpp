@@ -356,108 +356,6 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
   return parts;
 }
 
-std::vector<int> chunk_layer_counts(int layers, int chunks, int first, int last, bool embedding, bool loss) {
-  chunks = std::max(1, chunks);
-  std::vector<int> counts(static_cast<std::size_t>(chunks), 0);
-  int lo = 0, hi = chunks - 1, rest = layers;
-  if (first > 0) {
-    counts[0] = first;
-    rest -= first;
-    lo = 1;
-  }
-  if (last > 0 && hi >= lo) {
-    counts[static_cast<std::size_t>(hi)] = last;
-    rest -= last;
-    --hi;
-  }
-  if (hi < lo) return counts;
-  // The rest over chunks lo..hi, the embedding / head counted as a layer where asked.
-  const int front = embedding && lo == 0 ? 1 : 0, back = loss && hi == chunks - 1 ? 1 : 0;
-  const int n = hi - lo + 1, units = std::max(0, rest) + front + back;
-  const int base = units / n, rem = units % n;
-  for (int c = lo; c <= hi; ++c) counts[static_cast<std::size_t>(c)] = base + 1;
-  int shorter = rem == 0 ? n : n - rem;
-  // Outermost first: lo, hi, lo + 1, hi - 1, ...
-  for (int i = 0, a = lo, b = hi; i < shorter; ++i) {
-    const int c = (i % 2 == 0) ? a++ : b--;
-    counts[static_cast<std::size_t>(c)] = base;
-  }
-  if (front) counts[static_cast<std::size_t>(lo)] = std::max(0, counts[static_cast<std::size_t>(lo)] - 1);
-  if (back) counts[static_cast<std::size_t>(hi)] = std::max(0, counts[static_cast<std::size_t>(hi)] - 1);
-  return counts;
-}
-
-std::vector<std::vector<Chunk>> rank_chunks(const ModelSpec& m, const Strategy& s) {
-  const int pp = std::max(1, s.parallel.pp);
-  const int vpp = std::max(1, s.parallel.vpp);
-  int chunks = pp;
-  if (s.schedule == Schedule::Interleaved) chunks = pp * vpp;
-  if (s.schedule == Schedule::DualPipeV) chunks = 2 * pp;
-  const Parallel& p = s.parallel;
-  const std::vector<int> counts = chunk_layer_counts(m.layers, chunks, p.first_stage_layers, p.last_stage_layers,
-                                                     p.embedding_in_split, p.loss_in_split);
-  std::vector<Chunk> all;
-  int first = 0;
-  for (int c = 0; c < chunks; ++c) {
-    Chunk ch;
-    ch.first_layer = first;
-    ch.layers = counts[static_cast<std::size_t>(c)];
-    ch.embedding = c == 0;
-    ch.head = c == chunks - 1;
-    first += ch.layers;
-    all.push_back(ch);
-  }
-  std::vector<std::vector<Chunk>> ranks(static_cast<std::size_t>(pp));
-  for (int r = 0; r < pp; ++r) {
-    auto& mine = ranks[static_cast<std::size_t>(r)];
-    switch (s.schedule) {
-      case Schedule::Interleaved:
-        for (int c = r; c < chunks; c += pp) mine.push_back(all[static_cast<std::size_t>(c)]);
-        break;
-      case Schedule::DualPipe:
-        mine.push_back(all[static_cast<std::size_t>(r)]);
-        if (pp > 1) mine.push_back(all[static_cast<std::size_t>(pp - 1 - r)]);
-        break;
-      case Schedule::DualPipeV:
-        mine.push_back(all[static_cast<std::size_t>(r)]);
-        mine.push_back(all[static_cast<std::size_t>(2 * pp - 1 - r)]);
-        break;
-      case Schedule::OneFOneB:
-      case Schedule::ZeroBubble:
-        mine.push_back(all[static_cast<std::size_t>(r)]);
-        break;
-    }
-  }
-  return ranks;
-}
-
-int micro_batches(const Strategy& s) {
-  const int per_step = std::max(1, s.parallel.dp * s.training.micro_batch);
-  return std::max(1, s.training.global_batch / per_step);
-}
-
-double in_flight_sets(const Strategy& s, int rank, int m) {
-  const int pp = std::max(1, s.parallel.pp);
-  const int vpp = std::max(1, s.parallel.vpp);
-  switch (s.schedule) {
-    case Schedule::Interleaved:
-      if (vpp > 1) {
-        // Megatron's interleaved 1F1B: warm-up (pp - r - 1) x 2 + (vpp - 1) x pp forward
-        // chunks, then one more before the first backward frees one.
-        return std::min(2 * (pp - rank - 1) + (vpp - 1) * pp + 1, m * vpp);
-      }
-      [[fallthrough]];
-    case Schedule::OneFOneB:
-    case Schedule::ZeroBubble:  // ZB-H1 keeps 1F1B's peak (Qi et al. 2023)
-      return std::min(pp - rank, m);
-    case Schedule::DualPipe:  // DeepSeek-V3 sec. 3.2.1 / DualPipe README: PP + 1
-      return std::min(pp + 1, m);
-    case Schedule::DualPipeV:  // PP' + 1 with PP' = 2 pp chunks on pp devices
-      return std::min(2 * pp + 1, 2 * m);
-  }
-  return std::min(pp - rank, m);
-}
-
 double optimizer_bytes_per_param(Optimizer o) {
   switch (o) {
     case Optimizer::Adam:
@@ -504,7 +402,7 @@ MemoryInputs memory_inputs(const Plan& plan, double expert_load) {
   return in;
 }
 
-ParamCount chunk_params(const MemoryInputs& in, const ModelSpec& m, const Chunk& c,
+ParamCount chunk_params(const MemoryInputs& in, const ModelSpec& m, const schedule::Chunk& c,
                         bool embedding_copy) {
   const int nd_model = model::dense_layers(m);
   const int dense = std::max(0, std::min(c.first_layer + c.layers, nd_model) - c.first_layer);
@@ -530,7 +428,7 @@ ParamCount chunk_params(const MemoryInputs& in, const ModelSpec& m, const Chunk&
   return pc;
 }
 
-ParamCount chunk_params(const Plan& plan, const Chunk& c, bool embedding_copy) {
+ParamCount chunk_params(const Plan& plan, const schedule::Chunk& c, bool embedding_copy) {
   return chunk_params(memory_inputs(plan, 1.0), plan.model, c, embedding_copy);
 }
 
@@ -564,7 +462,7 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
   MemoryEstimate est;
   est.capacity = hw.device.memory_bytes;
   est.host_capacity = hw.host.memory_bytes;
-  est.micro_batches = micro_batches(s);
+  est.micro_batches = schedule::micro_batches(s);
 
   // BF16 weights, and their FP8 copies under FP8 training; FP8 only with low-precision
   // storage (the FP32 master lives with the optimizer).
@@ -579,7 +477,7 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
   const int zero = s.training.zero;
   const int nd_model = model::dense_layers(m);
 
-  const auto ranks = rank_chunks(m, s);
+  const auto ranks = schedule::rank_chunks(m, s);
   const int pp = static_cast<int>(ranks.size());
   est.stages.reserve(static_cast<std::size_t>(pp));
   for (int r = 0; r < pp; ++r) {
@@ -587,13 +485,13 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
     StageMemory st;
     st.stage = r;
     bool holds_embedding = false;
-    for (const Chunk& c : chunks) holds_embedding = holds_embedding || c.embedding;
+    for (const schedule::Chunk& c : chunks) holds_embedding = holds_embedding || c.embedding;
 
     // Parameters and one activation set (one micro-batch) per chunk.
     std::vector<MemoryPart> per_set;  // summed over the rank's chunks (detail only)
     double per_set_sum = 0;
     bool rank_has_moe_layer = false, rank_has_dense_layer = false;
-    for (const Chunk& c : chunks) {
+    for (const schedule::Chunk& c : chunks) {
       const bool embedding_copy =
           c.head && (m.tied_embeddings || m.mtp_depth > 0) && !holds_embedding;
       const ParamCount pc = chunk_params(in, m, c, embedding_copy);
@@ -625,7 +523,7 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
     st.layers = st.dense_layers + st.moe_layers;
 
     // Activations: the schedule's in-flight sets, spread evenly over the rank's chunks.
-    st.in_flight = in_flight_sets(s, r, est.micro_batches);
+    st.in_flight = schedule::in_flight_sets(s, r, est.micro_batches);
     const double sets_per_chunk_avg = st.in_flight / static_cast<double>(chunks.size());
     double on_device = sets_per_chunk_avg;
     if (s.training.activation_offload && st.in_flight > 1) {

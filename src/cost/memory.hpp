@@ -1,13 +1,14 @@
 #pragma once
-// The memory model's building blocks, exposed for tests: where the layers sit, how many
-// activation sets a schedule keeps, the parameters per device, and the activations of one
-// layer for one micro-batch by module. Formulas and sources: docs/cost-model.md, "Memory".
+// The memory model's building blocks, exposed for tests: the parameters per device and the
+// activations of one layer for one micro-batch by module (where the layers sit and how many
+// activation sets a schedule keeps: schedule/layout.hpp). Formulas and sources: docs/cost-model.md, "Memory".
 
 #include <string>
 #include <vector>
 
 #include "paraplan/estimate.hpp"
 #include "paraplan/spec.hpp"
+#include "schedule/layout.hpp"
 
 namespace paraplan::cost {
 
@@ -44,39 +45,6 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
 /// Sum of the parts.
 double sum(const std::vector<MemoryPart>& parts);
 
-/// A contiguous slice of the model that one pipeline rank runs (a stage, or a virtual stage
-/// of an interleaved / V-shaped schedule).
-struct Chunk {
-  int first_layer = 0;     ///< index of its first transformer layer
-  int layers = 0;          ///< transformer layers in it
-  bool embedding = false;  ///< holds the input embedding (the first chunk)
-  bool head = false;       ///< holds final norm, LM head, loss and MTP (the last chunk)
-};
-
-/// Layers per chunk in model order: L layers over V chunks as evenly as possible; the
-/// V - L % V chunks one layer short are the outermost ones (first, last, second, second-
-/// to-last, ...), which also hold the embedding and the head. With V = L + 1 or L + 2 the
-/// outermost chunks hold only the embedding / the head. `first` / `last` > 0 fix the first
-/// / last chunk's layers (Megatron's decoder_first/last_pipeline_num_layers); `embedding` /
-/// `loss` count the embedding / head as one more layer in the spread (Megatron's
-/// account_for_embedding/loss_in_pipeline_split).
-std::vector<int> chunk_layer_counts(int layers, int chunks, int first = 0, int last = 0,
-                                    bool embedding = false, bool loss = false);
-
-/// The chunks each pipeline rank holds. 1F1B / zero-bubble: chunk r. Interleaved: chunks
-/// r, r + pp, ... (Megatron). DualPipe: stages r and pp - 1 - r (two copies of the model).
-/// DualPipeV: chunks r and 2 pp - 1 - r of 2 pp (one copy).
-std::vector<std::vector<Chunk>> rank_chunks(const ModelSpec& m, const Strategy& s);
-
-/// Micro-batches per step per DP rank: global_batch / (dp x micro_batch).
-int micro_batches(const Strategy& s);
-
-/// Activation sets (micro-batch x chunk) rank r holds at its peak:
-/// 1F1B and zero-bubble (ZB-H1): min(pp - r, m);
-/// interleaved: min(2 (pp - r - 1) + (vpp - 1) pp + 1, m vpp) (Megatron's warm-up + 1);
-/// DualPipe: min(pp + 1, m) stage sets; DualPipeV: min(2 pp + 1, 2 m) chunk sets.
-double in_flight_sets(const Strategy& s, int rank, int micro_batches);
-
 /// Optimizer bytes per parameter: Adam 12 (FP32 master, m, v); 8-bit Adam 6 + 8 / 2048
 /// (FP32 master, 8-bit m and v, an FP32 scale per 2048-value block of each).
 double optimizer_bytes_per_param(Optimizer o);
@@ -90,7 +58,7 @@ struct ParamCount {
 
 /// Parameters of one chunk on one device. `embedding_copy`: the rank holds the head but not
 /// the embedding and needs its own copy (tied embeddings or MTP, pp > 1; Megatron).
-ParamCount chunk_params(const Plan& plan, const Chunk& c, bool embedding_copy);
+ParamCount chunk_params(const Plan& plan, const schedule::Chunk& c, bool embedding_copy);
 
 /// Everything of the memory model that depends only on the per-layer key (tp, cp, ep, etp,
 /// ep_over_dies, micro-batch, recompute, precision, dispatch): computed once, then combined
@@ -114,7 +82,7 @@ struct MemoryInputs {
 MemoryInputs memory_inputs(const Plan& plan, double expert_load);
 
 /// Parameters of one chunk from precomputed inputs (what chunk_params computes).
-ParamCount chunk_params(const MemoryInputs& in, const ModelSpec& m, const Chunk& c,
+ParamCount chunk_params(const MemoryInputs& in, const ModelSpec& m, const schedule::Chunk& c,
                         bool embedding_copy);
 
 /// Combines per-key inputs with a strategy's layout, ZeRO, optimizer and offload. With

@@ -89,6 +89,7 @@ void write_estimate_fields(JsonWriter& w, const Estimate& e) {
   for (const std::string& r : e.infeasible_reasons) w.value(r);
   w.end_array();
   w.field("step_time_s", e.step_time_s);
+  w.field("simulated", e.simulated).field("closed_form_step_s", e.closed_form_step_s);
   w.field("tokens_per_device_per_s", e.tokens_per_device_per_s);
   w.field("tokens_per_die_per_s", e.tokens_per_die_per_s);
   w.field("mfu", e.mfu).field("hfu", e.hfu);
@@ -172,6 +173,11 @@ std::string estimate_text(const Plan& plan, const Estimate& e) {
   if (t.offload > 0) row("activation offload", t.offload);
   if (t.queueing > 0) row("queueing", t.queueing);
   out += "  " + pad("step time", 22) + pad(units::format_time(e.step_time_s), 12, true) + "\n";
+  if (e.simulated) {
+    out += "  (pipeline timed by the event simulation of the schedule; the closed form gives " +
+           units::format_time(e.closed_form_step_s) + ", " +
+           fmt("%+.1f%%", 100 * (e.closed_form_step_s / e.step_time_s - 1)) + ")\n";
+  }
   out += "\nthroughput  " + fmt("%.1f", e.tokens_per_device_per_s) + " tokens/s per device (TGS), " +
          fmt("%.1f", e.tokens_per_die_per_s) + " per die; MFU " + fmt("%.1f%%", 100 * e.mfu) + ", HFU " +
          fmt("%.1f%%", 100 * e.hfu) + " (model FLOP incl. MTP over the BF16 dense peak)\n";
@@ -278,69 +284,6 @@ std::string rank_json(const SpacePlan& space, const SearchResult& r) {
   return w.str() + "\n";
 }
 
-std::string gantt(const Estimate& e) {
-  // A dependency-driven 1F1B timeline (warm-up, one-forward-one-backward, cool-down) of the
-  // bottleneck rank's per-micro-batch times on every rank, first micro-batches only.
-  const int pp = e.strategy.parallel.pp;
-  const int m = std::min(e.micro_batches, pp + 2);
-  const double F = e.stage_f_s * 1e3, B = (e.stage_b_s + e.stage_w_s) * 1e3;
-  std::vector<std::vector<double>> f_end(static_cast<std::size_t>(pp), std::vector<double>(static_cast<std::size_t>(m))),
-      b_end = f_end;
-  std::vector<double> free_at(static_cast<std::size_t>(pp), 0.0);
-  std::ostringstream out;
-  out << "```mermaid\ngantt\n  title Pipeline (" << pp << " ranks, first " << m
-      << " micro-batches, 1F1B order; ms)\n  dateFormat x\n  axisFormat %M:%S.%L\n";
-  std::vector<std::ostringstream> sections(static_cast<std::size_t>(pp));
-  // Order of work per rank in 1F1B: warm-up forwards, then alternate, then backwards.
-  std::vector<std::vector<std::pair<char, int>>> order(static_cast<std::size_t>(pp));
-  for (int r = 0; r < pp; ++r) {
-    const int warm = std::min(pp - r - 1, m);
-    int f = 0, b = 0;
-    for (; f < warm; ++f) order[static_cast<std::size_t>(r)].push_back({'F', f});
-    while (b < m) {
-      if (f < m) order[static_cast<std::size_t>(r)].push_back({'F', f++});
-      order[static_cast<std::size_t>(r)].push_back({'B', b++});
-    }
-  }
-  // Relax until every op has a time (each op waits for its rank and its dependency).
-  std::vector<std::size_t> pos(static_cast<std::size_t>(pp), 0);
-  bool progress = true;
-  while (progress) {
-    progress = false;
-    for (int r = 0; r < pp; ++r) {
-      auto& ops = order[static_cast<std::size_t>(r)];
-      auto& i = pos[static_cast<std::size_t>(r)];
-      while (i < ops.size()) {
-        auto [kind, mb] = ops[i];
-        double dep = 0;
-        if (kind == 'F' && r > 0) {
-          if (f_end[static_cast<std::size_t>(r - 1)][static_cast<std::size_t>(mb)] <= 0) break;
-          dep = f_end[static_cast<std::size_t>(r - 1)][static_cast<std::size_t>(mb)];
-        }
-        if (kind == 'B') {
-          if (r + 1 < pp) {
-            if (b_end[static_cast<std::size_t>(r + 1)][static_cast<std::size_t>(mb)] <= 0) break;
-            dep = b_end[static_cast<std::size_t>(r + 1)][static_cast<std::size_t>(mb)];
-          } else {
-            dep = f_end[static_cast<std::size_t>(r)][static_cast<std::size_t>(mb)];
-          }
-        }
-        double start = std::max(free_at[static_cast<std::size_t>(r)], dep);
-        double end = start + (kind == 'F' ? F : B);
-        (kind == 'F' ? f_end : b_end)[static_cast<std::size_t>(r)][static_cast<std::size_t>(mb)] = end;
-        free_at[static_cast<std::size_t>(r)] = end;
-        sections[static_cast<std::size_t>(r)] << "  " << kind << mb << " : " << std::lround(start) << ", "
-                                              << std::max(std::lround(end), std::lround(start) + 1) << "\n";
-        ++i;
-        progress = true;
-      }
-    }
-  }
-  for (int r = 0; r < pp; ++r) out << "  section rank " << r << "\n" << sections[static_cast<std::size_t>(r)].str();
-  out << "```\n";
-  return out.str();
-}
-
 std::string rank_markdown(const SpacePlan& space, const SearchResult& r, const std::string& best_detail) {
   std::ostringstream out;
   out << "# paraplan ranking: " << space.model.name << " on " << space.hardware.name << "\n\n";
@@ -388,7 +331,9 @@ std::string rank_markdown(const SpacePlan& space, const SearchResult& r, const s
   for (const RuleCount& c : r.rejected) out << "| " << c.rule << " | " << c.count << " |\n";
   if (!r.best.empty()) {
     out << "\n## Best strategy in detail\n\n```\n" << best_detail << "```\n\n";
-    out << "### Pipeline timeline\n\n" << gantt(r.best.front());
+    if (r.best_timeline.ok && !r.best_timeline.events.empty()) {
+      out << "### Pipeline timeline\n\n" << gantt(r.best_timeline, r.best_timeline.stages + 2);
+    }
   }
   return out.str();
 }

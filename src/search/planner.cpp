@@ -18,6 +18,8 @@
 #include "model/op_graph.hpp"
 #include "model/params.hpp"
 #include "paraplan/model.hpp"
+#include "schedule/layout.hpp"
+#include "schedule/simulate.hpp"
 #include "search/layer_costs.hpp"
 #include "search/step.hpp"
 
@@ -98,25 +100,26 @@ struct Planner::Impl {
       if (group <= 1 || params <= 0) return 0.0;
       // FP32 (or BF16) main gradients, BF16 parameters.
       if (zero == 0) return collective_time(Collective::AllReduce, group, stride, on_dies, grad * params, memo);
-      double t = collective_time(Collective::ReduceScatter, group, stride, on_dies, grad * params, memo) +
-                 collective_time(Collective::AllGather, group, stride, on_dies, 2 * params, memo);
-      // ZeRO-3 gathers the weights again for every micro-batch's forward and backward.
-      if (zero >= 3) {
-        t += 2.0 * cost::micro_batches(s) *
+      return collective_time(Collective::ReduceScatter, group, stride, on_dies, grad * params, memo) +
              collective_time(Collective::AllGather, group, stride, on_dies, 2 * params, memo);
-      }
-      return t;
+    };
+    // ZeRO-3 gathers the weights again for every micro-batch's forward and backward.
+    auto gather = [&](int group, long long stride, bool on_dies, double params) {
+      if (zero < 3 || group <= 1 || params <= 0) return 0.0;
+      return 2.0 * collective_time(Collective::AllGather, group, stride, on_dies, 2 * params, memo);
     };
     c.dp_s = sync(dense_group, p.tp, false, dense) + sync(edp, expert_stride, dies, expert);
+    c.dp_gather_s = gather(dense_group, p.tp, false, dense) + gather(edp, expert_stride, dies, expert);
     return c;
   }
 
+  // `detail`: the words and per-module memory, and the pipeline timed by the simulation.
   Estimate evaluate(const Strategy& s, bool detail, CommMemo* memo = nullptr) const {
-    return evaluate_with(s, *cache.get(s), detail, memo);
+    return evaluate_with(s, *cache.get(s), detail, memo, detail);
   }
 
   Estimate evaluate_with(const Strategy& s, const search::LayerCosts& costs, bool detail,
-                         CommMemo* memo) const {
+                         CommMemo* memo, bool simulate) const {
     MemoryEstimate mem = cost::combine_memory(costs.memory, hw, model, s, detail);
     if (!detail && !mem.feasible) {
       // Pruned: a strategy that does not fit is not worth its step time.
@@ -129,7 +132,60 @@ struct Planner::Impl {
       e.memory_bytes.capacity = mem.capacity;
       return e;
     }
-    return search::evaluate_step(hw, model, s, costs, mem, strategy_comm(s, mem, memo), detail);
+    return search::evaluate_step(hw, model, s, costs, mem, strategy_comm(s, mem, memo), detail, simulate);
+  }
+
+  Timeline timeline(const Strategy& s) const {
+    const auto costs = cache.get(s);
+    const MemoryEstimate mem = cost::combine_memory(costs->memory, hw, model, s, false);
+    const search::StrategyComm comm = strategy_comm(s, mem, nullptr);
+    const Estimate e = search::evaluate_step(hw, model, s, *costs, mem, comm, false, true);
+    Timeline tl;
+    tl.schedule = s.schedule;
+    tl.stages = std::max(1, s.parallel.pp);
+    tl.micro_batches = e.micro_batches;
+    tl.step_time_s = e.step_time_s;
+    const schedule::Pipeline pl = search::pipeline_of(model, s, *costs, comm);
+    schedule::Simulation sim;
+    if (s.parallel.pp > 1) {
+      sim = schedule::simulate(s.schedule, pl, true);
+    } else {
+      // One stage: its micro-batches back to back, forward then backward.
+      double t = 0;
+      const schedule::ChunkTimes& c = pl.ranks.front().front();
+      for (int i = 0; i < pl.micro_batches; ++i) {
+        for (char k : {'F', 'B', 'W'}) {
+          const double d = k == 'F' ? c.f : k == 'B' ? c.b : c.w;
+          sim.events.push_back({0, k, 0, i, t, t + d});
+          t += d;
+        }
+      }
+      sim.makespan = t;
+    }
+    tl.ok = sim.ok;
+    tl.error = sim.error;
+    tl.pipeline_s = sim.makespan;
+    std::vector<double> last(static_cast<std::size_t>(tl.stages), 0.0);
+    for (const schedule::Event& ev : sim.events) {
+      tl.events.push_back({ev.rank, "compute", std::string(1, ev.kind), ev.chunk, ev.micro, ev.start, ev.end});
+      last[static_cast<std::size_t>(ev.rank)] = std::max(last[static_cast<std::size_t>(ev.rank)], ev.end);
+      // The activations (forward) or gradients (backward) on their way to the next rank.
+      if (pl.p2p_s > 0 && ev.kind != 'W' && s.parallel.pp > 1) {
+        tl.events.push_back({ev.rank, "p2p", "send", ev.chunk, ev.micro, ev.end, ev.end + pl.p2p_s});
+      }
+    }
+    // After each rank's last weight gradient: its exposed DP synchronisation, then the
+    // optimizer step, as the step time counts them.
+    for (int r = 0; r < tl.stages; ++r) {
+      const double t0 = sim.ok ? last[static_cast<std::size_t>(r)] : 0.0;
+      const double dp = e.time_s.dp_comm;
+      if (dp > 0) tl.events.push_back({r, "dp", "sync", 0, 0, t0, t0 + dp});
+      if (e.time_s.optimizer > 0) tl.events.push_back({r, "compute", "optimizer", 0, 0, t0 + dp, t0 + dp + e.time_s.optimizer});
+    }
+    std::stable_sort(tl.events.begin(), tl.events.end(), [](const TimelineEvent& a, const TimelineEvent& b) {
+      return a.stage != b.stage ? a.stage < b.stage : a.start_s < b.start_s;
+    });
+    return tl;
   }
 };
 
@@ -151,6 +207,18 @@ Estimate Planner::evaluate(const Strategy& s) const {
     return e;
   }
   return impl_->evaluate(s, true);
+}
+
+Timeline Planner::timeline(const Strategy& s) const {
+  Timeline tl;
+  tl.schedule = s.schedule;
+  std::vector<RuleViolation> broken = check_rules(s, impl_->hw, impl_->model);
+  if (!broken.empty()) {
+    tl.ok = false;
+    tl.error = "rule " + broken.front().rule + ": " + broken.front().message;
+    return tl;
+  }
+  return impl_->timeline(s);
 }
 
 Evaluation Planner::explain(const Strategy& s) const {
@@ -470,7 +538,7 @@ std::string search_key(const SearchSpace& sp, const SearchOptions& o) {
        (sp.fp8_storage ? "st" : "") + (sp.bf16_grads ? "g16" : "") + "|" + std::to_string(sp.memory_headroom) +
        "|" + std::to_string(sp.overlap.ep) + std::to_string(sp.overlap.dp) + std::to_string(sp.overlap.tp) +
        std::to_string(sp.overlap.pp) + "|" + std::to_string(static_cast<int>(sp.collective_algorithm)) + "|" +
-       std::to_string(o.top) + "|" + std::to_string(static_cast<int>(o.objective)) + "|" + std::to_string(o.keep_all);
+       std::to_string(o.top) + "|" + std::to_string(static_cast<int>(o.objective)) + "|" + std::to_string(o.keep_all) + "|" + std::to_string(o.resimulate);
   return k;
 }
 
@@ -553,7 +621,9 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
     std::size_t feasible = 0, infeasible = 0;
   };
   std::vector<Local> locals(static_cast<std::size_t>(threads));
-  const std::size_t keep = static_cast<std::size_t>(std::max(1, options.top));
+  const std::size_t shown = static_cast<std::size_t>(std::max(1, options.top));
+  // The closed form keeps this many for the simulation to re-time.
+  const std::size_t keep = std::max(shown, static_cast<std::size_t>(std::max(0, options.resimulate)));
   auto worker = [&](int t) {
     Local& L = locals[static_cast<std::size_t>(t)];
     CommMemo memo;
@@ -561,7 +631,7 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
     const std::size_t hi = total * static_cast<std::size_t>(t + 1) / static_cast<std::size_t>(threads);
     for (std::size_t i = lo; i < hi; ++i) {
       if ((i & 63) == 0 && cancelled()) break;
-      Estimate e = impl_->evaluate_with(candidates[i], *key_costs[key_id[i]], false, &memo);
+      Estimate e = impl_->evaluate_with(candidates[i], *key_costs[key_id[i]], false, &memo, false);
       // The space's headroom: a strategy may use at most this fraction of device memory.
       if (e.feasible && e.memory_bytes.total > space.memory_headroom * e.memory_bytes.capacity) {
         e.feasible = false;
@@ -625,14 +695,31 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
   result.evaluated = total;
   std::sort(merged.begin(), merged.end(),
             [&](const Estimate& a, const Estimate& b) { return better(a, b, options.objective); });
-  for (std::size_t i : pareto_front(std::move(points))) {
-    result.pareto.push_back(impl_->evaluate(candidates[i], true));
+  // The closed form's front, re-timed (simulated), without what the new times dominate.
+  {
+    std::vector<Estimate> front;
+    std::vector<Point> timed;
+    for (std::size_t i : pareto_front(std::move(points))) {
+      front.push_back(impl_->evaluate(candidates[i], true));
+      const Estimate& e = front.back();
+      timed.push_back({e.tokens_per_device_per_s, e.memory_bytes.capacity - e.memory_bytes.total, e.strategy.nodes,
+                       front.size() - 1});
+    }
+    for (std::size_t i : pareto_front(std::move(timed))) result.pareto.push_back(std::move(front[i]));
   }
   for (auto& [n, e] : per_nodes) result.best_per_nodes.push_back(impl_->evaluate(e.strategy, true));
   if (merged.size() > keep) merged.resize(keep);
-  // The shown results get their detailed memory (reasons in words, per-module parts).
-  for (Estimate& e : merged) e = impl_->evaluate(e.strategy, true);
+  // The kept results get their detailed memory (reasons in words, per-module parts) and,
+  // unless resimulate is 0, the simulated step; then they are ranked again by it.
+  for (Estimate& e : merged) {
+    e = options.resimulate > 0 ? impl_->evaluate(e.strategy, true)
+                               : impl_->evaluate_with(e.strategy, *impl_->cache.get(e.strategy), true, nullptr, false);
+  }
+  std::sort(merged.begin(), merged.end(),
+            [&](const Estimate& a, const Estimate& b) { return better(a, b, options.objective); });
+  if (merged.size() > shown) merged.resize(shown);
   result.best = std::move(merged);
+  if (!result.best.empty()) result.best_timeline = impl_->timeline(result.best.front().strategy);
   for (const auto& [rule, count] : rejected.by_rule) {
     if (count > 0) result.rejected.push_back({rule, count});
   }

@@ -5,8 +5,11 @@
 #include <iterator>
 #include <string>
 
+#include "cost/comm.hpp"
 #include "cost/memory.hpp"
 #include "model/params.hpp"
+#include "schedule/layout.hpp"
+#include "schedule/simulate.hpp"
 
 namespace paraplan::search {
 namespace {
@@ -62,6 +65,15 @@ struct RankTime {
     ep += n * e.ep;
     queueing += n * e.queueing;
   }
+  void add(const RankTime& o) {
+    f += o.f;
+    b += o.b;
+    w += o.w;
+    compute += o.compute;
+    tp += o.tp;
+    ep += o.ep;
+    queueing += o.queueing;
+  }
   void scale(double x) {
     f *= x;
     b *= x;
@@ -74,8 +86,12 @@ struct RankTime {
   double total() const { return f + b + w; }
 };
 
-// Bubble of each schedule (DESIGN.md sec. 4; DualPipe README). F, B, W: one micro-batch
-// through one chunk of the bottleneck rank.
+// Bubble of each schedule (DESIGN.md sec. 4) in this model's F (forward), B (input
+// gradient) and W (weight gradient) of one micro-batch through one chunk of the bottleneck
+// rank. The DualPipe README tabulates them with its B the whole backward (our B + W) and
+// F&B a forward and a whole backward chunk overlapped (F + B + W when the pair's
+// communication hides behind compute): 1F1B (PP-1)(F+B), ZB1P (PP-1)(F+B-2W), DualPipe
+// (PP/2-1)(F&B+B-3W), DualPipeV the same over its 2 pp stages.
 double bubble(const Strategy& s, const RankTime& chunk) {
   const int pp = s.parallel.pp;
   if (pp <= 1) return 0.0;
@@ -83,53 +99,86 @@ double bubble(const Strategy& s, const RankTime& chunk) {
   switch (s.schedule) {
     case Schedule::OneFOneB: return (pp - 1) * (F + B + W);
     case Schedule::Interleaved: return (pp - 1) * (F + B + W) / std::max(1, s.parallel.vpp);
-    case Schedule::ZeroBubble: return std::max(0.0, (pp - 1) * (F + B - 2 * W));
-    case Schedule::DualPipe:
-      // (PP/2 - 1)(F&B + B - 3W), F&B = a forward and a backward chunk overlapped
-      return std::max(0.0, (pp / 2.0 - 1) * ((F + B) + B - 3 * W));
-    case Schedule::DualPipeV:
-      // DualPipeV on pp devices is DualPipe over 2 pp stages: (pp - 1)(F&B + B - 3W)
-      return std::max(0.0, (pp - 1) * ((F + B) + B - 3 * W));
+    // ZB-H1 (Qi et al. 2023, sec. 2.1), the zero-bubble schedule with 1F1B's memory.
+    case Schedule::ZeroBubble: return std::max(0.0, (pp - 1) * (F + B - W));
+    case Schedule::DualPipe: return std::max(0.0, (pp / 2.0 - 1) * (F + 2 * B - W));
+    case Schedule::DualPipeV: return std::max(0.0, (pp - 1) * (F + 2 * B - W));
   }
   return 0.0;
 }
 
-}  // namespace
+// Per-micro-batch times of every chunk of every rank (exposed communication included).
+struct Ranks {
+  std::vector<std::vector<RankTime>> chunks;  ///< [rank][chunk]
+  std::vector<RankTime> total;                ///< per rank: one micro-batch's share of all its chunks
+};
 
-Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strategy& s, const LayerCosts& c, const MemoryEstimate& memory,
-                       const StrategyComm& comm, bool detail) {
-  Estimate e;
-  e.strategy = s;
-  const Parallel& p = s.parallel;
-  const int micro = cost::micro_batches(s);
-  e.micro_batches = micro;
-  e.devices = s.nodes * hw.devices_per_node();
-  const bool ep_overlap = s.overlap.ep && p.pp > 1;
+Ranks rank_times(const ModelSpec& m, const Strategy& s, const LayerCosts& c) {
+  const bool ep_overlap = s.overlap.ep && s.parallel.pp > 1;
   const Exposed dense = expose(c.dense, ep_overlap, s.overlap.tp);
   const Exposed moe = expose(c.moe, ep_overlap, s.overlap.tp);
   const Exposed mtp = expose(c.mtp, ep_overlap, s.overlap.tp);
   const Exposed emb = expose(c.embedding, false, s.overlap.tp);
   const Exposed head = expose(c.head, false, s.overlap.tp);
-
-  // Per rank: the layers of its chunks. One micro-batch runs one of DualPipe's two chunks
-  // (half the micro-batches come from each end) and both of DualPipeV's (down and up the V).
-  const auto ranks = cost::rank_chunks(m, s);
   const int nd_model = model::dense_layers(m);
+  Ranks out;
+  for (const auto& chunks : schedule::rank_chunks(m, s)) {
+    std::vector<RankTime> times;
+    RankTime r;
+    for (const schedule::Chunk& ch : chunks) {
+      RankTime t;
+      const int nd = std::max(0, std::min(ch.first_layer + ch.layers, nd_model) - ch.first_layer);
+      t.add(dense, nd);
+      t.add(moe, ch.layers - nd);
+      if (ch.embedding) t.add(emb, 1);
+      if (ch.head) {
+        t.add(head, 1);
+        t.add(mtp, m.mtp_depth);
+      }
+      times.push_back(t);
+      r.add(t);
+    }
+    // One micro-batch runs one of DualPipe's two chunks (half the micro-batches come from
+    // each end) and both of DualPipeV's (down and up the V).
+    if (s.schedule == Schedule::DualPipe && chunks.size() == 2) r.scale(0.5);
+    out.chunks.push_back(std::move(times));
+    out.total.push_back(r);
+  }
+  return out;
+}
+
+schedule::Pipeline pipeline_from(const Ranks& ranks, const Strategy& s, const StrategyComm& comm) {
+  schedule::Pipeline pl;
+  pl.micro_batches = schedule::micro_batches(s);
+  pl.p2p_s = comm.pp_send_s;
+  pl.p2p_overlapped = s.overlap.pp;
+  for (const auto& chunks : ranks.chunks) {
+    std::vector<schedule::ChunkTimes> t;
+    for (const RankTime& c : chunks) t.push_back({c.f, c.b, c.w});
+    pl.ranks.push_back(std::move(t));
+  }
+  return pl;
+}
+
+}  // namespace
+
+schedule::Pipeline pipeline_of(const ModelSpec& m, const Strategy& s, const LayerCosts& c, const StrategyComm& comm) {
+  return pipeline_from(rank_times(m, s, c), s, comm);
+}
+
+Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strategy& s, const LayerCosts& c, const MemoryEstimate& memory,
+                       const StrategyComm& comm, bool detail, bool simulate) {
+  Estimate e;
+  e.strategy = s;
+  const Parallel& p = s.parallel;
+  const int micro = schedule::micro_batches(s);
+  e.micro_batches = micro;
+  e.devices = s.nodes * hw.devices_per_node();
+
+  const Ranks ranks = rank_times(m, s, c);
   RankTime worst;
   double worst_chunks = 1;
-  for (const auto& chunks : ranks) {
-    RankTime r;
-    for (const cost::Chunk& ch : chunks) {
-      const int nd = std::max(0, std::min(ch.first_layer + ch.layers, nd_model) - ch.first_layer);
-      r.add(dense, nd);
-      r.add(moe, ch.layers - nd);
-      if (ch.embedding) r.add(emb, 1);
-      if (ch.head) {
-        r.add(head, 1);
-        r.add(mtp, m.mtp_depth);
-      }
-    }
-    if (s.schedule == Schedule::DualPipe && chunks.size() == 2) r.scale(0.5);
+  for (const RankTime& r : ranks.total) {
     if (r.total() > worst.total()) {
       worst = r;
       // DualPipeV's bubble is in units of one of its two chunks; the interleaved bubble
@@ -162,9 +211,15 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
         : std::max(1.0, memory.stages[static_cast<std::size_t>(memory.worst_stage)].dense_params +
                             memory.stages[static_cast<std::size_t>(memory.worst_stage)].expert_params);
     const double bucket = std::min(1.0, 40e6 / params);  // Megatron's default bucket: 40M elements
-    t.dp_comm = std::max(comm.dp_s * bucket, comm.dp_s - worst.total());
+    // ZeRO-3 (FSDP): each micro-batch's layer-by-layer parameter gathers prefetch under that
+    // micro-batch's compute; the first bucket of each waits.
+    const double sync = std::max(comm.dp_s * bucket, comm.dp_s - worst.total());
+    const double gather = micro * std::max(comm.dp_gather_s * bucket, comm.dp_gather_s - worst.total());
+    // What runs beside compute still takes the collective kernels' SMs from it.
+    const double hidden = comm.dp_s - sync + micro * comm.dp_gather_s - gather;
+    t.dp_comm = sync + gather + hidden * cost::dma_compute_share(hw);
   } else {
-    t.dp_comm = comm.dp_s;
+    t.dp_comm = comm.dp_s + micro * comm.dp_gather_s;
   }
 
   // Optimizer: a memory-bound pass over the rank's states: read the FP32 gradient, read and
@@ -198,6 +253,22 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
   }
   t.exposed_comm = t.tp_comm + t.ep_comm + t.pp_comm + t.dp_comm;
   e.step_time_s = t.compute + t.exposed_comm + t.pp_bubble + t.optimizer + t.queueing + t.offload;
+  e.closed_form_step_s = e.step_time_s;
+  if (simulate && p.pp > 1) {
+    // The event simulation times the pipeline part (docs/cost-model.md, "Schedule
+    // simulation"): what the bottleneck rank does not spend on its own micro-batches is
+    // bubble and send/recv waits; the send/recv share is at most the closed form's.
+    const schedule::Simulation sim = schedule::simulate(s.schedule, pipeline_from(ranks, s, comm));
+    if (sim.ok) {
+      const double busy = micro * worst.total();
+      const double idle = std::max(0.0, sim.makespan - busy);
+      t.pp_comm = std::min(t.pp_comm, idle);
+      t.pp_bubble = idle - t.pp_comm;
+      t.exposed_comm = t.tp_comm + t.ep_comm + t.pp_comm + t.dp_comm;
+      e.step_time_s = t.compute + t.exposed_comm + t.pp_bubble + t.optimizer + t.queueing + t.offload;
+      e.simulated = true;
+    }
+  }
 
   // Metrics: TGS over devices (and dies), MFU over the BF16 dense peak with the model FLOP
   // convention of count_model (MTP FLOP included: it is trained), HFU adds the recomputed

@@ -3,6 +3,7 @@
 
 #include "paraplan/model.hpp"
 #include "paraplan/planner.hpp"
+#include "schedule/simulate.hpp"
 #include "search/layer_costs.hpp"
 
 namespace paraplan::search {
@@ -12,6 +13,7 @@ namespace paraplan::search {
 struct StrategyComm {
   double pp_send_s = 0;   ///< one micro-batch's activations to the next stage
   double dp_s = 0;        ///< gradient reduce-scatter + parameter all-gather (or all-reduce) per step
+  double dp_gather_s = 0; ///< ZeRO-3: the parameter all-gathers of one micro-batch (forward and backward)
 };
 
 /// Bytes the DP collectives of the bottleneck rank move, for the caller to cost.
@@ -20,8 +22,13 @@ struct DpVolumes {
 };
 
 /// The full estimate of `s` (valid strategy assumed) from its layer costs. `comm` supplies
-/// the PP and DP times; `detail` = false skips the words (the bottleneck text).
+/// the PP and DP times; `detail` = false skips the words (the bottleneck text); `simulate`
+/// times the pipeline by the event simulation of the schedule instead of the closed form.
 Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strategy& s, const LayerCosts& c,
-                       const MemoryEstimate& memory, const StrategyComm& comm, bool detail = true);
+                       const MemoryEstimate& memory, const StrategyComm& comm, bool detail = true,
+                       bool simulate = false);
+
+/// What the schedule simulation of `s` runs: per rank its chunks' per-micro-batch times.
+schedule::Pipeline pipeline_of(const ModelSpec& m, const Strategy& s, const LayerCosts& c, const StrategyComm& comm);
 
 }  // namespace paraplan::search

@@ -312,7 +312,7 @@ TEST_SUITE("cost.memory") {
     // activations follow it: stages 0 and 1 (20 layers each, no head) hold 2 sets
     const MemoryEstimate e2 = estimate_memory(p);
     CHECK(e2.stages[0].activations == doctest::Approx(e2.stages[1].activations));
-    CHECK(cost::in_flight_sets(p.strategy, 0, 100) == 4);
+    CHECK(schedule::in_flight_sets(p.strategy, 0, 100) == 4);
   }
 
   TEST_CASE("interleaved 1F1B: first stage holds pp (1 + (pp - 1) / (pp vpp)) micro-batches") {
@@ -327,7 +327,7 @@ TEST_SUITE("cost.memory") {
     CHECK(inter.in_flight / 2 == doctest::Approx(4 * (1 + 3.0 / 8)));
     CHECK(inter.layers == plain.layers);
     CHECK(inter.activations == doctest::Approx(plain.activations * (1 + 3.0 / 8)).epsilon(1e-12));
-    CHECK(cost::in_flight_sets(p.strategy, 3, 8) == 2 * 0 + 4 + 1);
+    CHECK(schedule::in_flight_sets(p.strategy, 3, 8) == 2 * 0 + 4 + 1);
   }
 
   TEST_CASE("DualPipe: each rank holds two stages' parameters and pp + 1 activation sets") {
@@ -357,31 +357,31 @@ TEST_SUITE("cost.memory") {
 
   TEST_CASE("layers: as even as possible, the outer stages one layer short") {
     // DeepSeek-V3 61 layers on 16 stages: 13 x 4 + 3 x 3, short stages 0, 15, 1.
-    auto c = cost::chunk_layer_counts(61, 16);
+    auto c = schedule::chunk_layer_counts(61, 16);
     CHECK(c[0] == 3);
     CHECK(c[15] == 3);
     CHECK(c[1] == 3);
     for (int i = 2; i < 15; ++i) CHECK(c[static_cast<std::size_t>(i)] == 4);
-    auto c8 = cost::chunk_layer_counts(61, 8);  // 5 x 8 + 3 x 7: stages 0, 7, 1 short
+    auto c8 = schedule::chunk_layer_counts(61, 8);  // 5 x 8 + 3 x 7: stages 0, 7, 1 short
     CHECK(c8[0] == 7);
     CHECK(c8[7] == 7);
     CHECK(c8[1] == 7);
     CHECK(c8[2] == 8);
-    auto even = cost::chunk_layer_counts(80, 4);
+    auto even = schedule::chunk_layer_counts(80, 4);
     for (int n : even) CHECK(n == 20);
   }
 
   TEST_CASE("uneven pipelines: fixed first / last stages, embedding and loss in the split, empty outer chunks") {
     // Qwen3-235B: 94 layers on PP32 x VPP3 = 96 chunks: the two outermost hold only the
     // embedding and the head, every other chunk one layer.
-    auto q = cost::chunk_layer_counts(94, 96);
+    auto q = schedule::chunk_layer_counts(94, 96);
     CHECK(q[0] == 0);
     CHECK(q[95] == 0);
     CHECK(std::accumulate(q.begin(), q.end(), 0) == 94);
     // Megatron --decoder-first-pipeline-num-layers 1 --decoder-last-pipeline-num-layers 2:
     // 61 layers on 16 stages -> 58 over the 14 inner stages = 12 x 4 + 2 x 5; the 4-layer
     // (short) ones are the outermost (1, 14, 2, 13, ...), so the innermost 7 and 8 hold 5.
-    auto f = cost::chunk_layer_counts(61, 16, 1, 2);
+    auto f = schedule::chunk_layer_counts(61, 16, 1, 2);
     CHECK(f[0] == 1);
     CHECK(f[15] == 2);
     CHECK(std::accumulate(f.begin(), f.end(), 0) == 61);
@@ -391,7 +391,7 @@ TEST_SUITE("cost.memory") {
     CHECK(f[8] == 5);
     // --account-for-embedding/loss-in-pipeline-split: 62 layers + 2 = 64 units on 16 stages,
     // 4 each; the first and last give one unit to the embedding and the loss.
-    auto a = cost::chunk_layer_counts(62, 16, 0, 0, true, true);
+    auto a = schedule::chunk_layer_counts(62, 16, 0, 0, true, true);
     CHECK(a[0] == 3);
     CHECK(a[15] == 3);
     for (int i = 1; i < 15; ++i) CHECK(a[static_cast<std::size_t>(i)] == 4);

@@ -61,17 +61,20 @@ TEST_SUITE("search.step") {
     CHECK(e.time_s.pp_bubble == doctest::Approx(3 * 8.0 / 2));
   }
 
-  TEST_CASE("zero bubble (ZB-H1): (pp - 1)(F + B - 2W)") {
+  TEST_CASE("zero bubble (ZB-H1): (pp - 1)(F + B - W)") {
+    // Qi et al. 2023 sec. 2.1: ZB-H1's bubble is a third of 1F1B's when F = B = W, i.e.
+    // (p - 1)(F + B - W); here 3 (1 + 2 - 1) = 6.
     Synthetic x(4, 4, 8, Schedule::ZeroBubble);
-    CHECK(x.run().time_s.pp_bubble == doctest::Approx(3 * (1 + 2 - 2.0)));
+    CHECK(x.run().time_s.pp_bubble == doctest::Approx(3 * (1 + 2 - 1.0)));
   }
 
   TEST_CASE("DualPipe: (pp/2 - 1)(F&B + B - 3W), a micro-batch runs one of a rank's two chunks") {
     Synthetic x(8, 8, 16, Schedule::DualPipe);  // ranks hold chunks r and 7 - r, one layer each
     Estimate e = x.run();
-    // per micro-batch: one chunk, F = 1, B = 2, W = 1; F&B = F + B = 3
+    // per micro-batch: one chunk, F = 1, B = 2, W = 1. The DualPipe README's B is the whole
+    // backward, B + W = 3, and F&B = F + B + W = 4: (8/2 - 1)(4 + 3 - 3) = 12.
     CHECK(e.time_s.compute == doctest::Approx(16 * 4.0));
-    CHECK(e.time_s.pp_bubble == doctest::Approx((8 / 2 - 1) * (3 + 2 - 3.0)));
+    CHECK(e.time_s.pp_bubble == doctest::Approx((8 / 2 - 1) * (4 + 3 - 3.0)));
   }
 
   TEST_CASE("EP overlap: DMA communication hides under compute, compute-engine communication adds") {

@@ -1,0 +1,109 @@
+#include "schedule/layout.hpp"
+
+#include <algorithm>
+
+namespace paraplan::schedule {
+
+std::vector<int> chunk_layer_counts(int layers, int chunks, int first, int last, bool embedding, bool loss) {
+  chunks = std::max(1, chunks);
+  std::vector<int> counts(static_cast<std::size_t>(chunks), 0);
+  int lo = 0, hi = chunks - 1, rest = layers;
+  if (first > 0) {
+    counts[0] = first;
+    rest -= first;
+    lo = 1;
+  }
+  if (last > 0 && hi >= lo) {
+    counts[static_cast<std::size_t>(hi)] = last;
+    rest -= last;
+    --hi;
+  }
+  if (hi < lo) return counts;
+  // The rest over chunks lo..hi, the embedding / head counted as a layer where asked.
+  const int front = embedding && lo == 0 ? 1 : 0, back = loss && hi == chunks - 1 ? 1 : 0;
+  const int n = hi - lo + 1, units = std::max(0, rest) + front + back;
+  const int base = units / n, rem = units % n;
+  for (int c = lo; c <= hi; ++c) counts[static_cast<std::size_t>(c)] = base + 1;
+  int shorter = rem == 0 ? n : n - rem;
+  // Outermost first: lo, hi, lo + 1, hi - 1, ...
+  for (int i = 0, a = lo, b = hi; i < shorter; ++i) {
+    const int c = (i % 2 == 0) ? a++ : b--;
+    counts[static_cast<std::size_t>(c)] = base;
+  }
+  if (front) counts[static_cast<std::size_t>(lo)] = std::max(0, counts[static_cast<std::size_t>(lo)] - 1);
+  if (back) counts[static_cast<std::size_t>(hi)] = std::max(0, counts[static_cast<std::size_t>(hi)] - 1);
+  return counts;
+}
+
+std::vector<std::vector<Chunk>> rank_chunks(const ModelSpec& m, const Strategy& s) {
+  const int pp = std::max(1, s.parallel.pp);
+  const int vpp = std::max(1, s.parallel.vpp);
+  int chunks = pp;
+  if (s.schedule == Schedule::Interleaved) chunks = pp * vpp;
+  if (s.schedule == Schedule::DualPipeV) chunks = 2 * pp;
+  const Parallel& p = s.parallel;
+  const std::vector<int> counts = chunk_layer_counts(m.layers, chunks, p.first_stage_layers, p.last_stage_layers,
+                                                     p.embedding_in_split, p.loss_in_split);
+  std::vector<Chunk> all;
+  int first = 0;
+  for (int c = 0; c < chunks; ++c) {
+    Chunk ch;
+    ch.first_layer = first;
+    ch.layers = counts[static_cast<std::size_t>(c)];
+    ch.embedding = c == 0;
+    ch.head = c == chunks - 1;
+    first += ch.layers;
+    all.push_back(ch);
+  }
+  std::vector<std::vector<Chunk>> ranks(static_cast<std::size_t>(pp));
+  for (int r = 0; r < pp; ++r) {
+    auto& mine = ranks[static_cast<std::size_t>(r)];
+    switch (s.schedule) {
+      case Schedule::Interleaved:
+        for (int c = r; c < chunks; c += pp) mine.push_back(all[static_cast<std::size_t>(c)]);
+        break;
+      case Schedule::DualPipe:
+        mine.push_back(all[static_cast<std::size_t>(r)]);
+        if (pp > 1) mine.push_back(all[static_cast<std::size_t>(pp - 1 - r)]);
+        break;
+      case Schedule::DualPipeV:
+        mine.push_back(all[static_cast<std::size_t>(r)]);
+        mine.push_back(all[static_cast<std::size_t>(2 * pp - 1 - r)]);
+        break;
+      case Schedule::OneFOneB:
+      case Schedule::ZeroBubble:
+        mine.push_back(all[static_cast<std::size_t>(r)]);
+        break;
+    }
+  }
+  return ranks;
+}
+
+int micro_batches(const Strategy& s) {
+  const int per_step = std::max(1, s.parallel.dp * s.training.micro_batch);
+  return std::max(1, s.training.global_batch / per_step);
+}
+
+double in_flight_sets(const Strategy& s, int rank, int m) {
+  const int pp = std::max(1, s.parallel.pp);
+  const int vpp = std::max(1, s.parallel.vpp);
+  switch (s.schedule) {
+    case Schedule::Interleaved:
+      if (vpp > 1) {
+        // Megatron's interleaved 1F1B: warm-up (pp - r - 1) x 2 + (vpp - 1) x pp forward
+        // chunks, then one more before the first backward frees one.
+        return std::min(2 * (pp - rank - 1) + (vpp - 1) * pp + 1, m * vpp);
+      }
+      [[fallthrough]];
+    case Schedule::OneFOneB:
+    case Schedule::ZeroBubble:  // ZB-H1 keeps 1F1B's peak (Qi et al. 2023)
+      return std::min(pp - rank, m);
+    case Schedule::DualPipe:  // DeepSeek-V3 sec. 3.2.1 / DualPipe README: PP + 1
+      return std::min(pp + 1, m);
+    case Schedule::DualPipeV:  // PP' + 1 with PP' = 2 pp chunks on pp devices
+      return std::min(2 * pp + 1, 2 * m);
+  }
+  return std::min(pp - rank, m);
+}
+
+}  // namespace paraplan::schedule

@@ -1,0 +1,45 @@
+#pragma once
+// The pipeline layout of a schedule: which layers each rank's chunks hold, how many
+// micro-batches a step runs, and how many activation sets a rank holds at its peak. Step
+// time (closed form and simulation) and memory both read it.
+
+#include <vector>
+
+#include "paraplan/spec.hpp"
+
+namespace paraplan::schedule {
+
+/// A contiguous slice of the model that one pipeline rank runs (a stage, or a virtual stage
+/// of an interleaved / V-shaped schedule).
+struct Chunk {
+  int first_layer = 0;     ///< index of its first transformer layer
+  int layers = 0;          ///< transformer layers in it
+  bool embedding = false;  ///< holds the input embedding (the first chunk)
+  bool head = false;       ///< holds final norm, LM head, loss and MTP (the last chunk)
+};
+
+/// Layers per chunk in model order: L layers over V chunks as evenly as possible; the
+/// V - L % V chunks one layer short are the outermost ones (first, last, second, second-
+/// to-last, ...), which also hold the embedding and the head. With V = L + 1 or L + 2 the
+/// outermost chunks hold only the embedding / the head. `first` / `last` > 0 fix the first
+/// / last chunk's layers (Megatron's decoder_first/last_pipeline_num_layers); `embedding` /
+/// `loss` count the embedding / head as one more layer in the spread (Megatron's
+/// account_for_embedding/loss_in_pipeline_split).
+std::vector<int> chunk_layer_counts(int layers, int chunks, int first = 0, int last = 0,
+                                    bool embedding = false, bool loss = false);
+
+/// The chunks each pipeline rank holds. 1F1B / zero-bubble: chunk r. Interleaved: chunks
+/// r, r + pp, ... (Megatron). DualPipe: stages r and pp - 1 - r (two copies of the model).
+/// DualPipeV: chunks r and 2 pp - 1 - r of 2 pp (one copy).
+std::vector<std::vector<Chunk>> rank_chunks(const ModelSpec& m, const Strategy& s);
+
+/// Micro-batches per step per DP rank: global_batch / (dp x micro_batch).
+int micro_batches(const Strategy& s);
+
+/// Activation sets (micro-batch x chunk) rank r holds at its peak:
+/// 1F1B and zero-bubble (ZB-H1): min(pp - r, m);
+/// interleaved: min(2 (pp - r - 1) + (vpp - 1) pp + 1, m vpp) (Megatron's warm-up + 1);
+/// DualPipe: min(pp + 1, m) stage sets; DualPipeV: min(2 pp + 1, 2 m) chunk sets.
+double in_flight_sets(const Strategy& s, int rank, int micro_batches);
+
+}  // namespace paraplan::schedule

@@ -1,0 +1,485 @@
+#include "schedule/simulate.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <map>
+#include <tuple>
+
+namespace paraplan::schedule {
+namespace {
+
+constexpr double kUnknown = -1.0;
+
+// A task: a direction's pipeline position, a micro-batch and a kind. Direction 1 exists only
+// under DualPipe (micro-batches entering at the last rank).
+struct Key {
+  int dir = 0, pos = 0, micro = 0;
+  char kind = 'F';
+  auto tie() const { return std::tie(dir, pos, micro, kind); }
+  bool operator<(const Key& o) const { return tie() < o.tie(); }
+};
+
+// The pipeline's layout: which rank and which of its chunks runs position `pos` of direction
+// `dir`, and how many positions a direction has.
+struct Layout {
+  int positions = 1;
+  std::vector<std::vector<std::pair<int, int>>> at;  // [dir][pos] -> (rank, chunk)
+};
+
+Layout layout_of(Schedule s, int pp, int vpp) {
+  Layout l;
+  switch (s) {
+    case Schedule::OneFOneB:
+    case Schedule::ZeroBubble:
+      l.positions = pp;
+      l.at.resize(1);
+      for (int r = 0; r < pp; ++r) l.at[0].push_back({r, 0});
+      break;
+    case Schedule::Interleaved:
+      l.positions = pp * vpp;
+      l.at.resize(1);
+      for (int c = 0; c < vpp; ++c) {
+        for (int r = 0; r < pp; ++r) l.at[0].push_back({r, c});
+      }
+      break;
+    case Schedule::DualPipe:
+      // Direction 0 enters at rank 0 (chunk 0 = stage r), direction 1 at rank pp - 1 (chunk
+      // 1 = stage pp - 1 - r, so position q sits on rank pp - 1 - q).
+      l.positions = pp;
+      l.at.resize(2);
+      for (int q = 0; q < pp; ++q) {
+        l.at[0].push_back({q, 0});
+        l.at[1].push_back({pp - 1 - q, 1});
+      }
+      break;
+    case Schedule::DualPipeV:
+      // A V: positions 0..pp-1 down the ranks (chunk 0), pp..2pp-1 back up (chunk 1).
+      l.positions = 2 * pp;
+      l.at.resize(1);
+      for (int q = 0; q < pp; ++q) l.at[0].push_back({q, 0});
+      for (int q = 0; q < pp; ++q) l.at[0].push_back({pp - 1 - q, 1});
+      break;
+  }
+  return l;
+}
+
+// One operation of a rank: one task, or two run back to back as one (DualPipe's paired
+// forward-backward chunks).
+struct Op {
+  std::vector<Key> tasks;
+};
+
+struct Sim {
+  const Pipeline& p;
+  Layout layout;
+  std::map<Key, double> end;    // finished tasks
+  std::map<Key, double> sent;   // when a finished task's output leaves (its op's end)
+  Simulation out;
+  bool record;
+
+  Sim(const Pipeline& pipeline, Layout l, bool rec) : p(pipeline), layout(std::move(l)), record(rec) {
+    const std::size_t n = p.ranks.size();
+    out.busy.assign(n, 0.0);
+    out.peak_sets.assign(n, 0.0);
+  }
+
+  int rank_of(const Key& k) const { return layout.at[static_cast<std::size_t>(k.dir)][static_cast<std::size_t>(k.pos)].first; }
+  int chunk_of(const Key& k) const { return layout.at[static_cast<std::size_t>(k.dir)][static_cast<std::size_t>(k.pos)].second; }
+
+  double duration(const Key& k) const {
+    const ChunkTimes& t = p.ranks[static_cast<std::size_t>(rank_of(k))][static_cast<std::size_t>(chunk_of(k))];
+    double d = k.kind == 'F' ? t.f : k.kind == 'B' ? t.b : t.w;
+    // A blocking send to another rank occupies this rank too.
+    if (!p.p2p_overlapped && k.kind != 'W' && crosses(k)) d += p.p2p_s;
+    return d;
+  }
+
+  // Whether the task's output goes to another rank (its successor's rank differs).
+  bool crosses(const Key& k) const {
+    const int next = k.kind == 'F' ? k.pos + 1 : k.pos - 1;
+    if (next < 0 || next >= layout.positions) return false;
+    Key n = k;
+    n.pos = next;
+    return rank_of(n) != rank_of(k);
+  }
+
+  // When the task's inputs are there; kUnknown while a dependency has not run.
+  double ready(const Key& k) const {
+    double t = 0;
+    auto need = [&](Key d, bool edge) {
+      auto it = end.find(d);
+      if (it == end.end()) {
+        t = kUnknown;
+        return;
+      }
+      double at = it->second;
+      if (auto s = sent.find(d); s != sent.end()) at = s->second;
+      if (t != kUnknown) t = std::max(t, at + (edge ? p.p2p_s : 0.0));
+    };
+    if (k.kind == 'F') {
+      if (k.pos > 0) {
+        Key d{k.dir, k.pos - 1, k.micro, 'F'};
+        need(d, rank_of(d) != rank_of(k));
+      }
+    } else if (k.kind == 'B') {
+      need(Key{k.dir, k.pos, k.micro, 'F'}, false);
+      if (t != kUnknown && k.pos + 1 < layout.positions) {
+        Key d{k.dir, k.pos + 1, k.micro, 'B'};
+        need(d, rank_of(d) != rank_of(k));
+      }
+    } else {
+      need(Key{k.dir, k.pos, k.micro, 'B'}, false);
+    }
+    return t;
+  }
+
+  void run(int rank, const Key& k, double start, double& sets) {
+    const double d = duration(k);
+    end[k] = start + d;
+    out.busy[static_cast<std::size_t>(rank)] += d;
+    out.makespan = std::max(out.makespan, start + d);
+    if (k.kind == 'F') {
+      sets += 1;
+      out.peak_sets[static_cast<std::size_t>(rank)] = std::max(out.peak_sets[static_cast<std::size_t>(rank)], sets);
+    } else if (k.kind == 'W') {
+      sets -= 1;
+    }
+    if (record) out.events.push_back(Event{rank, k.kind, chunk_of(k), k.micro, start, start + d});
+  }
+
+  // Runs fixed per-rank orders: each rank takes its next op once every input is there.
+  void fixed(const std::vector<std::vector<Op>>& orders) {
+    const std::size_t n = orders.size();
+    std::vector<std::size_t> next(n, 0);
+    std::vector<double> free_at(n, 0.0), sets(n, 0.0);
+    std::size_t left = 0;
+    for (const auto& o : orders) left += o.size();
+    while (left > 0) {
+      bool progress = false;
+      for (std::size_t r = 0; r < n; ++r) {
+        while (next[r] < orders[r].size()) {
+          const Op& op = orders[r][next[r]];
+          // Every input from outside the op must be there; a W after its own B in the same
+          // op waits only for that B.
+          bool ok = true;
+          for (const Key& k : op.tasks) {
+            const bool own = k.kind == 'W' && std::any_of(op.tasks.begin(), op.tasks.end(), [&](const Key& o) {
+                               return o.kind == 'B' && o.dir == k.dir && o.pos == k.pos && o.micro == k.micro;
+                             });
+            if (!own && ready(k) == kUnknown) ok = false;
+          }
+          if (!ok) break;
+          double start = free_at[r];
+          for (const Key& k : op.tasks) {
+            start = std::max(start, ready(k));
+            run(static_cast<int>(r), k, start, sets[r]);
+            start = end[k];
+          }
+          // An op's outputs leave when it ends: one autograd backward sends the input
+          // gradient after the weight gradient; DualPipe's paired chunks send both after
+          // the pair.
+          if (op.tasks.size() > 1) {
+            for (const Key& k : op.tasks) {
+              if (k.kind != 'W') sent[k] = start;
+            }
+          }
+          free_at[r] = start;
+          ++next[r];
+          --left;
+          progress = true;
+        }
+      }
+      if (!progress) {
+        out.ok = false;
+        out.error = "the schedule's order deadlocks";
+        return;
+      }
+    }
+  }
+};
+
+// B with its W, as 1F1B and the interleaved schedule run them.
+Op bw(int dir, int pos, int micro) { return Op{{Key{dir, pos, micro, 'B'}, Key{dir, pos, micro, 'W'}}}; }
+Op one(int dir, int pos, int micro, char kind) { return Op{{Key{dir, pos, micro, kind}}}; }
+
+std::vector<std::vector<Op>> one_f_one_b(int pp, int m) {
+  std::vector<std::vector<Op>> orders(static_cast<std::size_t>(pp));
+  for (int r = 0; r < pp; ++r) {
+    auto& o = orders[static_cast<std::size_t>(r)];
+    const int warm = std::min(pp - r - 1, m);
+    for (int i = 0; i < warm; ++i) o.push_back(one(0, r, i, 'F'));
+    for (int i = warm; i < m; ++i) {
+      o.push_back(one(0, r, i, 'F'));
+      o.push_back(bw(0, r, i - warm));
+    }
+    for (int i = m - warm; i < m; ++i) o.push_back(bw(0, r, i));
+  }
+  return orders;
+}
+
+// ZB-H1 (Qi et al. 2023, sec. 2.1): 1F1B with W split from B; rank r defers r weight
+// gradients so that every rank holds p micro-batches from F to W (the first rank, holding
+// the most activations, no more than under 1F1B), and the deferred W fill the cool-down.
+std::vector<std::vector<Op>> zb_h1(int pp, int m) {
+  std::vector<std::vector<Op>> orders(static_cast<std::size_t>(pp));
+  for (int r = 0; r < pp; ++r) {
+    auto& o = orders[static_cast<std::size_t>(r)];
+    const int warm = std::min(pp - r - 1, m);
+    int w = 0;  // next weight gradient
+    auto backward = [&](int i) {
+      o.push_back(one(0, r, i, 'B'));
+      if (i + 1 - w > r) o.push_back(one(0, r, w++, 'W'));
+    };
+    for (int i = 0; i < warm; ++i) o.push_back(one(0, r, i, 'F'));
+    for (int i = warm; i < m; ++i) {
+      o.push_back(one(0, r, i, 'F'));
+      backward(i - warm);
+    }
+    for (int i = m - warm; i < m; ++i) backward(i);
+    while (w < m) o.push_back(one(0, r, w++, 'W'));
+  }
+  return orders;
+}
+
+// Megatron-LM's interleaved 1F1B: virtual micro-batch k of a rank is chunk (k / pp) % v of
+// micro-batch (k / (pp v)) pp + k % pp; backward takes the chunks in reverse.
+std::vector<std::vector<Op>> interleaved(int pp, int v, int m) {
+  std::vector<std::vector<Op>> orders(static_cast<std::size_t>(pp));
+  auto list = [&](bool backward) {
+    std::vector<std::pair<int, int>> seq;  // (chunk, micro)
+    const int groups = (m + pp - 1) / pp;
+    for (int g = 0; g < groups; ++g) {
+      for (int c = 0; c < v; ++c) {
+        for (int j = 0; j < pp; ++j) {
+          const int micro = g * pp + j;
+          if (micro < m) seq.push_back({backward ? v - 1 - c : c, micro});
+        }
+      }
+    }
+    return seq;
+  };
+  const auto fwd = list(false), bwd = list(true);
+  const int total = static_cast<int>(fwd.size());
+  for (int r = 0; r < pp; ++r) {
+    auto& o = orders[static_cast<std::size_t>(r)];
+    const int warm = std::min(2 * (pp - r - 1) + (v - 1) * pp, total);
+    auto f = [&](int k) { o.push_back(one(0, fwd[static_cast<std::size_t>(k)].first * pp + r, fwd[static_cast<std::size_t>(k)].second, 'F')); };
+    auto b = [&](int k) { o.push_back(bw(0, bwd[static_cast<std::size_t>(k)].first * pp + r, bwd[static_cast<std::size_t>(k)].second)); };
+    for (int k = 0; k < warm; ++k) f(k);
+    for (int k = warm; k < total; ++k) {
+      f(k);
+      b(k - warm);
+    }
+    for (int k = total - warm; k < total; ++k) b(k);
+  }
+  return orders;
+}
+
+// DualPipe's eight steps (deepseek-ai/DualPipe dualpipe.py, DualPipe.step), per rank. Phase
+// 0 is the rank's own direction for the first half of the ranks and the other one for the
+// second half; each direction carries m / 2 micro-batches.
+std::vector<std::vector<Op>> dualpipe(int pp, int m) {
+  std::vector<std::vector<Op>> orders(static_cast<std::size_t>(pp));
+  const int H = pp / 2, half = m / 2;
+  for (int r = 0; r < pp; ++r) {
+    auto& o = orders[static_cast<std::size_t>(r)];
+    const int hr = std::min(r, pp - 1 - r);
+    const int second = r >= H ? 1 : 0;
+    int nf[2] = {0, 0}, nb[2] = {0, 0};
+    std::deque<Key> wq;
+    auto dir = [&](int phase) { return phase ^ second; };
+    auto pos = [&](int d) { return d == 0 ? r : pp - 1 - r; };
+    auto f = [&](int phase) {
+      const int d = dir(phase);
+      return Key{d, pos(d), nf[d]++, 'F'};
+    };
+    auto b = [&](int phase, bool zb, std::vector<Key>& into) {
+      const int d = dir(phase);
+      const Key k{d, pos(d), nb[d]++, 'B'};
+      into.push_back(k);
+      Key w = k;
+      w.kind = 'W';
+      if (zb) {
+        wq.push_back(w);
+      } else {
+        into.push_back(w);
+      }
+    };
+    auto push = [&](std::vector<Key> ks) { o.push_back(Op{std::move(ks)}); };
+    auto weight = [&]() {
+      push({wq.front()});
+      wq.pop_front();
+    };
+    for (int i = 0; i < (H - hr - 1) * 2; ++i) push({f(0)});          // step 1
+    for (int i = 0; i < hr + 1; ++i) {                                 // step 2
+      push({f(0)});
+      push({f(1)});
+    }
+    for (int i = 0; i < H - hr - 1; ++i) {                             // step 3
+      std::vector<Key> ks;
+      b(1, true, ks);
+      push(ks);
+      weight();
+      push({f(1)});
+    }
+    for (int i = 0; i < half - pp + hr + 1; ++i) {                     // step 4
+      std::vector<Key> a{f(0)};
+      b(1, false, a);
+      push(a);
+      std::vector<Key> c{f(1)};
+      b(0, false, c);
+      push(c);
+    }
+    for (int i = 0; i < H - hr - 1; ++i) {                             // step 5
+      std::vector<Key> a;
+      b(1, false, a);
+      push(a);
+      std::vector<Key> c{f(1)};
+      b(0, false, c);
+      push(c);
+    }
+    bool zb = false;                                                   // step 6
+    for (int i = 0; i < hr + 1; ++i) {
+      if (i == (hr + 1) / 2 && hr % 2 == 1) zb = true;
+      std::vector<Key> a;
+      b(1, zb, a);
+      push(a);
+      if (i == (hr + 1) / 2 && hr % 2 == 0) zb = true;
+      std::vector<Key> c;
+      b(0, zb, c);
+      push(c);
+    }
+    for (int i = 0; i < H - hr - 1; ++i) {                             // step 7
+      weight();
+      std::vector<Key> c;
+      b(0, true, c);
+      push(c);
+    }
+    while (!wq.empty()) weight();                                      // step 8
+  }
+  return orders;
+}
+
+// DualPipeV (deepseek-ai/DualPipe dualpipev.py, DualPipeV.step): one V over 2 p stages, rank
+// r holding stage r (phase 0, down) and stage 2 p - 1 - r (phase 1, up); every micro-batch
+// runs both. Eight steps as in DualPipe, with the paired chunks of the main step.
+std::vector<std::vector<Op>> dualpipev(int pp, int m) {
+  std::vector<std::vector<Op>> orders(static_cast<std::size_t>(pp));
+  for (int r = 0; r < pp; ++r) {
+    auto& o = orders[static_cast<std::size_t>(r)];
+    int nf[2] = {0, 0}, nb[2] = {0, 0};
+    std::deque<Key> wq;
+    auto pos = [&](int phase) { return phase == 0 ? r : 2 * pp - 1 - r; };
+    auto f = [&](int phase) { return Key{0, pos(phase), nf[phase]++, 'F'}; };
+    auto b = [&](int phase, bool zb, std::vector<Key>& into) {
+      const Key k{0, pos(phase), nb[phase]++, 'B'};
+      into.push_back(k);
+      Key w = k;
+      w.kind = 'W';
+      if (zb) {
+        wq.push_back(w);
+      } else {
+        into.push_back(w);
+      }
+    };
+    auto push = [&](std::vector<Key> ks) { o.push_back(Op{std::move(ks)}); };
+    auto weight = [&]() {
+      push({wq.front()});
+      wq.pop_front();
+    };
+    for (int i = 0; i < (pp - r - 1) * 2; ++i) push({f(0)});          // step 1
+    for (int i = 0; i < r + 1; ++i) {                                  // step 2
+      push({f(0)});
+      push({f(1)});
+    }
+    for (int i = 0; i < pp - r - 1; ++i) {                             // step 3
+      std::vector<Key> ks;
+      b(1, true, ks);
+      push(ks);
+      weight();
+      push({f(1)});
+    }
+    for (int i = 0; i < m - 2 * pp + r + 1; ++i) {                     // step 4
+      std::vector<Key> a{f(0)};
+      b(1, false, a);
+      push(a);
+      std::vector<Key> c{f(1)};
+      b(0, false, c);
+      push(c);
+    }
+    for (int i = 0; i < pp - r - 1; ++i) {                             // step 5
+      std::vector<Key> a;
+      b(1, false, a);
+      push(a);
+      std::vector<Key> c{f(1)};
+      b(0, false, c);
+      push(c);
+    }
+    bool zb = false;                                                   // step 6
+    for (int i = 0; i < r + 1; ++i) {
+      if (i == (r + 1) / 2 && r % 2 == 1) zb = true;
+      std::vector<Key> a;
+      b(1, zb, a);
+      push(a);
+      if (i == (r + 1) / 2 && r % 2 == 0) zb = true;
+      std::vector<Key> c;
+      b(0, zb, c);
+      push(c);
+    }
+    for (int i = 0; i < pp - r - 1; ++i) {                             // step 7
+      weight();
+      std::vector<Key> c;
+      b(0, true, c);
+      push(c);
+    }
+    while (!wq.empty()) weight();                                      // step 8
+  }
+  return orders;
+}
+
+}  // namespace
+
+Simulation simulate(Schedule schedule, const Pipeline& p, bool record) {
+  const int pp = static_cast<int>(p.ranks.size());
+  const int m = std::max(1, p.micro_batches);
+  int vpp = 1;
+  for (const auto& r : p.ranks) vpp = std::max(vpp, static_cast<int>(r.size()));
+  Sim sim(p, layout_of(schedule, pp, vpp), record);
+  switch (schedule) {
+    case Schedule::OneFOneB:
+      sim.fixed(one_f_one_b(pp, m));
+      break;
+    case Schedule::Interleaved:
+      sim.fixed(interleaved(pp, vpp, m));
+      break;
+    case Schedule::DualPipe:
+      if (pp % 2 == 0 && m % 2 == 0 && m >= 2 * pp) {
+        sim.fixed(dualpipe(pp, m));
+      } else {
+        sim.out.ok = false;
+        sim.out.error = "DualPipe needs an even pp and an even number of micro-batches >= 2 pp";
+      }
+      break;
+    case Schedule::ZeroBubble: {
+      sim.fixed(zb_h1(pp, m));
+      break;
+    }
+    case Schedule::DualPipeV: {
+      if (m >= 2 * pp) {
+        sim.fixed(dualpipev(pp, m));
+      } else {
+        sim.out.ok = false;
+        sim.out.error = "DualPipeV needs at least 2 pp micro-batches";
+      }
+      break;
+    }
+  }
+  if (record) {
+    std::sort(sim.out.events.begin(), sim.out.events.end(),
+              [](const Event& a, const Event& b) { return a.rank != b.rank ? a.rank < b.rank : a.start < b.start; });
+  }
+  return sim.out;
+}
+
+}  // namespace paraplan::schedule

@@ -1,0 +1,222 @@
+// The event simulation of the pipeline schedules: on uniform stages it reproduces the
+// closed-form bubbles of the papers, its peak in-flight sets are the memory model's, and an
+// uneven two-stage pipeline is timed as worked out by hand.
+
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "paraplan/config.hpp"
+#include "paraplan/planner.hpp"
+#include "paraplan/report.hpp"
+#include "schedule/layout.hpp"
+#include "schedule/simulate.hpp"
+#include "search/layer_costs.hpp"
+#include "search/step.hpp"
+
+using namespace paraplan;
+using namespace paraplan::schedule;
+
+namespace {
+
+Pipeline uniform(int pp, int chunks, int m, double f, double b, double w) {
+  Pipeline p;
+  p.micro_batches = m;
+  p.ranks.assign(static_cast<std::size_t>(pp), std::vector<ChunkTimes>(static_cast<std::size_t>(chunks), ChunkTimes{f, b, w}));
+  return p;
+}
+
+}  // namespace
+
+TEST_SUITE("schedule.simulate") {
+  TEST_CASE("1F1B: (m + p - 1)(F + B + W) (Narayanan et al. 2021), one autograd backward") {
+    // B and W run as one backward: the input gradient leaves after both, so the backward
+    // chain costs B + W per stage. p = 4, m = 8, F = 1, B = 2, W = 1: (8 + 3) x 4 = 44.
+    const Simulation s = simulate(Schedule::OneFOneB, uniform(4, 1, 8, 1, 2, 1));
+    REQUIRE(s.ok);
+    CHECK(s.makespan == doctest::Approx(44.0));
+    for (double busy : s.busy) CHECK(busy == doctest::Approx(32.0));
+  }
+
+  TEST_CASE("interleaved: the 1F1B bubble divided by v") {
+    // Chunk F, B, W = 0.5, 1, 0.5; rank per micro-batch 2 x 2 = 4; bubble 3 x 4 / 2 = 6.
+    const Simulation v2 = simulate(Schedule::Interleaved, uniform(4, 2, 8, 0.5, 1, 0.5));
+    REQUIRE(v2.ok);
+    CHECK(v2.makespan == doctest::Approx(8 * 4.0 + 3 * 4.0 / 2));
+    // v = 3, chunk 1, 1, 1: rank 9 per micro-batch, bubble 3 x 9 / 3 = 9.
+    const Simulation v3 = simulate(Schedule::Interleaved, uniform(4, 3, 8, 1, 1, 1));
+    REQUIRE(v3.ok);
+    CHECK(v3.makespan == doctest::Approx(8 * 9.0 + 9.0));
+  }
+
+  TEST_CASE("ZB-H1: (p - 1)(F + B - W), a third of 1F1B's bubble when F = B = W (Qi et al. 2023)") {
+    const Simulation eq = simulate(Schedule::ZeroBubble, uniform(4, 1, 8, 1, 1, 1));
+    REQUIRE(eq.ok);
+    CHECK(eq.makespan == doctest::Approx(8 * 3.0 + 3 * 1.0));  // 1F1B's bubble would be 9
+    const Simulation s = simulate(Schedule::ZeroBubble, uniform(4, 1, 8, 1, 2, 1));
+    CHECK(s.makespan == doctest::Approx(8 * 4.0 + 3 * (1 + 2 - 1.0)));
+  }
+
+  TEST_CASE("DualPipe: (PP/2 - 1)(F&B + B - 3W) of the DualPipe README") {
+    // The README's B is the whole backward (here B + W) and F&B = F + B + W. With F = B:
+    // F, B, W = 1, 1, 1: README B = 2, F&B = 3, bubble (8/2 - 1)(3 + 2 - 3) = 6 on 8 ranks,
+    // 32 micro-batches (16 per direction), each rank running 32 x 3 = 96 of work.
+    const Simulation a = simulate(Schedule::DualPipe, uniform(8, 2, 32, 1, 1, 1));
+    REQUIRE(a.ok);
+    CHECK(a.makespan == doctest::Approx(96.0 + 6.0));
+    // F, B, W = 2, 2, 1 on 4 ranks, 16 micro-batches: F&B = 5, README B = 3: (1)(5 + 3 - 3).
+    const Simulation b = simulate(Schedule::DualPipe, uniform(4, 2, 16, 2, 2, 1));
+    REQUIRE(b.ok);
+    CHECK(b.makespan == doctest::Approx(16 * 5.0 + 5.0));
+  }
+
+  TEST_CASE("DualPipeV: DualPipe's bubble over 2 pp stages") {
+    // 4 ranks = 8 stages: (8/2 - 1)(F&B + B - 3W); F, B, W = 1, 1, 0.5 per chunk: F&B = 2.5,
+    // README B = 1.5: 3 (2.5 + 1.5 - 1.5) = 7.5; work 16 micro-batches x 2 chunks x 2.5 = 80.
+    const Simulation s = simulate(Schedule::DualPipeV, uniform(4, 2, 16, 1, 1, 0.5));
+    REQUIRE(s.ok);
+    CHECK(s.makespan == doctest::Approx(80.0 + 7.5));
+    const Simulation t = simulate(Schedule::DualPipeV, uniform(8, 2, 32, 2, 2, 1));
+    REQUIRE(t.ok);
+    CHECK(t.makespan == doctest::Approx(32 * 2 * 5.0 + 7 * (5 + 3 - 3.0)));
+  }
+
+  TEST_CASE("too few micro-batches for DualPipe is an error, not a wrong time") {
+    const Simulation s = simulate(Schedule::DualPipe, uniform(8, 2, 8, 1, 1, 1));
+    CHECK_FALSE(s.ok);
+    CHECK(s.error.find("micro-batches") != std::string::npos);
+  }
+
+  TEST_CASE("peak in-flight sets are the memory model's") {
+    Strategy st;
+    st.parallel.pp = 4;
+    for (Schedule sc : {Schedule::OneFOneB, Schedule::Interleaved, Schedule::DualPipe, Schedule::DualPipeV}) {
+      st.schedule = sc;
+      st.parallel.vpp = sc == Schedule::Interleaved ? 2 : 1;
+      const int chunks = sc == Schedule::OneFOneB ? 1 : 2;
+      const int m = 16;
+      const Simulation s = simulate(sc, uniform(4, chunks, m, 1, 2, 1));
+      REQUIRE(s.ok);
+      for (int r = 0; r < 4; ++r) {
+        CAPTURE(r);
+        CHECK(s.peak_sets[static_cast<std::size_t>(r)] == doctest::Approx(in_flight_sets(st, r, m)));
+      }
+    }
+  }
+
+  TEST_CASE("an uneven two-stage 1F1B pipeline, timed by hand") {
+    // Stage 0: F, B, W = 1, 1, 1; stage 1 (the head): 2, 2, 2; two micro-batches; send 0.5
+    // beside compute. Rank 0: F0 [0, 1], F1 [1, 2]. Rank 1: F0 [1.5, 3.5], B0 + W0 [3.5, 7.5],
+    // F1 [7.5, 9.5], B1 + W1 [9.5, 13.5]. Rank 0: B0 + W0 [8, 10] (gradient arrives 7.5 +
+    // 0.5), B1 + W1 [14, 16]. Step 16; the closed form would give 2 x 6 + (2 - 1) x 6 = 18.
+    Pipeline p;
+    p.micro_batches = 2;
+    p.p2p_s = 0.5;
+    p.ranks = {{ChunkTimes{1, 1, 1}}, {ChunkTimes{2, 2, 2}}};
+    const Simulation s = simulate(Schedule::OneFOneB, p, true);
+    REQUIRE(s.ok);
+    CHECK(s.makespan == doctest::Approx(16.0));
+    CHECK(s.events.size() == 12);  // 2 ranks x 2 micro-batches x F, B, W
+    // A blocking send occupies the sender: F0 on rank 0 ends at 1.5, rank 1 starts it at 2.
+    p.p2p_overlapped = false;
+    const Simulation b = simulate(Schedule::OneFOneB, p, true);
+    REQUIRE(b.ok);
+    CHECK(b.busy[0] == doctest::Approx(2 * (3 + 0.5)));  // its forwards send, the first stage's backward does not
+    CHECK(b.busy[1] == doctest::Approx(2 * (6 + 0.5)));      // only its backward sends
+  }
+}
+
+TEST_SUITE("schedule.step") {
+  TEST_CASE("evaluate times the pipeline by the simulation; uniform stages agree with the closed form") {
+    HardwareSpec hw = load_hardware("h100-sxm-ib");
+    ModelSpec m = load_model("llama3-70b");
+    m.layers = 4;
+    Strategy s;
+    s.nodes = 4;
+    s.parallel.tp = 8;
+    s.parallel.pp = 4;
+    s.schedule = Schedule::OneFOneB;
+    s.training.micro_batch = 1;
+    s.training.global_batch = 8;
+    search::LayerCosts c;
+    c.dense.f = 1.0;
+    c.dense.b = 2.0;
+    c.dense.w = 1.0;
+    const Estimate closed = search::evaluate_step(hw, m, s, c, MemoryEstimate{}, search::StrategyComm{}, true, false);
+    const Estimate sim = search::evaluate_step(hw, m, s, c, MemoryEstimate{}, search::StrategyComm{}, true, true);
+    CHECK_FALSE(closed.simulated);
+    CHECK(sim.simulated);
+    CHECK(sim.step_time_s == doctest::Approx(44.0));  // (8 + 3) x 4, as above
+    CHECK(sim.closed_form_step_s == doctest::Approx(closed.step_time_s));
+  }
+
+  TEST_CASE("the timeline of a preset strategy: one compute track per stage, every task once") {
+    Planner planner(load_hardware("h100-sxm-ib"), load_model("llama3-70b"));
+    Strategy s;
+    s.nodes = 4;
+    s.parallel.tp = 8;
+    s.parallel.pp = 4;
+    s.parallel.dp = 1;
+    s.training.micro_batch = 1;
+    s.training.global_batch = 8;
+    s.schedule = Schedule::OneFOneB;
+    const Timeline tl = planner.timeline(s);
+    REQUIRE(tl.ok);
+    CHECK(tl.stages == 4);
+    int compute = 0;
+    for (const TimelineEvent& e : tl.events) {
+      if (e.stream == "compute" && e.kind != "optimizer") ++compute;
+      CHECK(e.end_s >= e.start_s);
+      CHECK(e.end_s <= tl.step_time_s * (1 + 1e-9));
+    }
+    CHECK(compute == 4 * 8 * 3);
+    CHECK(planner.evaluate(s).step_time_s == doctest::Approx(tl.step_time_s));
+  }
+}
+
+TEST_SUITE("schedule.trace") {
+  namespace fs = std::filesystem;
+
+  int count(const std::string& text, const std::string& what) {
+    int n = 0;
+    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  }
+
+  TEST_CASE("chrome_trace: one process per stage, one thread per stream, every event once") {
+    Timeline tl;
+    tl.stages = 2;
+    tl.micro_batches = 1;
+    tl.events = {{0, "compute", "F", 0, 0, 0.0, 1e-3}, {0, "p2p", "send", 0, 0, 1e-3, 1.5e-3},
+                 {1, "compute", "F", 0, 0, 1.5e-3, 2.5e-3}, {1, "dp", "sync", 0, 0, 2.5e-3, 3e-3}};
+    const std::string j = chrome_trace(tl, "two stages");
+    CHECK(count(j, "\"ph\": \"X\"") == 4);
+    CHECK(count(j, "\"process_name\"") == 2);
+    CHECK(count(j, "\"thread_name\"") == 2 * 3);
+    CHECK(j.find("\"ts\": 1500") != std::string::npos);  // 1.5 ms in microseconds
+    CHECK(j.find("\"dur\": 1000") != std::string::npos);
+  }
+
+  TEST_CASE("evaluate --trace writes the seeds' base case as a trace with a track per stage") {
+    const fs::path out = fs::temp_directory_path() / "paraplan_trace_test.json";
+    fs::remove(out);
+    const std::string cmd = std::string(PARAPLAN_CLI) + " evaluate br166-ep16-mb2 --trace " + out.string() + " > /dev/null 2>&1";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    std::ifstream in(out);
+    const std::string j((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // strategies/br166-ep16-mb2.yaml: pp 16, 60 micro-batches; 1F1B runs F, B, W of each.
+    CHECK(count(j, "\"process_name\"") == 16);
+    CHECK(count(j, "\"cat\": \"compute\"") >= 16 * 60 * 3);
+    fs::remove(out);
+    // A path that cannot be written is exit 2, not "wrote".
+    const std::string bad = std::string(PARAPLAN_CLI) + " evaluate br166-ep16-mb2 --trace /proc/no/such/dir/t.json > /dev/null 2>&1";
+    const int rc = std::system(bad.c_str());
+    CHECK(WIFEXITED(rc));
+    CHECK(WEXITSTATUS(rc) == 2);
+  }
+}
