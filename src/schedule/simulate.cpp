@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <deque>
-#include <limits>
-#include <map>
 #include <tuple>
 
 namespace paraplan::schedule {
@@ -73,16 +71,28 @@ struct Op {
 struct Sim {
   const Pipeline& p;
   Layout layout;
-  std::map<Key, double> end;    // finished tasks
-  std::map<Key, double> sent;   // when a finished task's output leaves (its op's end)
+  int micro = 1;
+  std::vector<double> end_;   // finished tasks' ends, kUnknown before
+  std::vector<double> sent_;  // when a finished task's output leaves (its op's end)
   Simulation out;
   bool record;
 
-  Sim(const Pipeline& pipeline, Layout l, bool rec) : p(pipeline), layout(std::move(l)), record(rec) {
+  Sim(const Pipeline& pipeline, Layout l, bool rec)
+      : p(pipeline), layout(std::move(l)), micro(std::max(1, pipeline.micro_batches)), record(rec) {
     const std::size_t n = p.ranks.size();
     out.busy.assign(n, 0.0);
     out.peak_sets.assign(n, 0.0);
+    const std::size_t tasks = layout.at.size() * static_cast<std::size_t>(layout.positions) * static_cast<std::size_t>(micro) * 3;
+    end_.assign(tasks, kUnknown);
+    sent_.assign(tasks, kUnknown);
   }
+
+  std::size_t index(const Key& k) const {
+    const int kind = k.kind == 'F' ? 0 : k.kind == 'B' ? 1 : 2;
+    return ((static_cast<std::size_t>(k.dir) * static_cast<std::size_t>(layout.positions) + static_cast<std::size_t>(k.pos)) *
+                static_cast<std::size_t>(micro) + static_cast<std::size_t>(k.micro)) * 3 + static_cast<std::size_t>(kind);
+  }
+  double end(const Key& k) const { return end_[index(k)]; }
 
   int rank_of(const Key& k) const { return layout.at[static_cast<std::size_t>(k.dir)][static_cast<std::size_t>(k.pos)].first; }
   int chunk_of(const Key& k) const { return layout.at[static_cast<std::size_t>(k.dir)][static_cast<std::size_t>(k.pos)].second; }
@@ -108,13 +118,12 @@ struct Sim {
   double ready(const Key& k) const {
     double t = 0;
     auto need = [&](Key d, bool edge) {
-      auto it = end.find(d);
-      if (it == end.end()) {
+      const std::size_t i = index(d);
+      if (end_[i] == kUnknown) {
         t = kUnknown;
         return;
       }
-      double at = it->second;
-      if (auto s = sent.find(d); s != sent.end()) at = s->second;
+      const double at = sent_[i] != kUnknown ? sent_[i] : end_[i];
       if (t != kUnknown) t = std::max(t, at + (edge ? p.p2p_s : 0.0));
     };
     if (k.kind == 'F') {
@@ -136,7 +145,7 @@ struct Sim {
 
   void run(int rank, const Key& k, double start, double& sets) {
     const double d = duration(k);
-    end[k] = start + d;
+    end_[index(k)] = start + d;
     out.busy[static_cast<std::size_t>(rank)] += d;
     out.makespan = std::max(out.makespan, start + d);
     if (k.kind == 'F') {
@@ -174,14 +183,14 @@ struct Sim {
           for (const Key& k : op.tasks) {
             start = std::max(start, ready(k));
             run(static_cast<int>(r), k, start, sets[r]);
-            start = end[k];
+            start = end(k);
           }
           // An op's outputs leave when it ends: one autograd backward sends the input
           // gradient after the weight gradient; DualPipe's paired chunks send both after
           // the pair.
           if (op.tasks.size() > 1) {
             for (const Key& k : op.tasks) {
-              if (k.kind != 'W') sent[k] = start;
+              if (k.kind != 'W') sent_[index(k)] = start;
             }
           }
           free_at[r] = start;
