@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "paraplan/export.hpp"
+#include "paraplan/estimate.hpp"
 #include "paraplan/spec.hpp"
 
 namespace paraplan {
@@ -102,6 +103,102 @@ struct DeepEpCalibration {
 /// Parses DeepEP's test_intranode.py / test_internode.py output ("Best dispatch ...: X GB/s
 /// (RDMA), Y GB/s (NVL)" lines, "... GB/s (NVL)" for intranode).
 [[nodiscard]] PARAPLAN_EXPORT DeepEpCalibration parse_deepep_log(const std::string& path);
+
+// ---- profiles: the user's own measured step -------------------------------------------
+
+/// One measured row of a profile: an op (CSV) or a kernel name's total (trace), its pass
+/// (forward | backward | any) and time.
+struct ProfileRow {
+  std::string name;
+  std::string phase = "any";
+  double time_s = 0;
+  int line = 0;   ///< where it is in the file (first occurrence for a trace)
+  int count = 1;  ///< kernels summed into it (trace)
+};
+
+/// A measured profile: a per-op CSV (`op,phase,time_ms`, the seeds' table: one layer) or a
+/// Chrome trace / PyTorch profiler JSON (GPU kernels of one or more layer passes).
+struct Profile {
+  std::string file;
+  bool trace = false;
+  std::vector<ProfileRow> rows;  ///< CSV rows; for a trace, one row per distinct kernel name
+};
+
+/// Reads a profile; the format follows the content (`{` or `[` first: a trace). Bad rows
+/// (unknown phase, negative or non-numeric times, no kernels) throw ConfigError with
+/// file:line:col.
+[[nodiscard]] PARAPLAN_EXPORT Profile read_profile(const std::string& path);
+
+/// How profile rows map to the op graph (a YAML file, or a built-in map name:
+/// `br166-seed-profile`, `nvidia-kernels`). Each entry matches a row name (exactly, or a
+/// regular expression with `regex:`), optionally only in one pass, and says what it is:
+/// model ops (`ops`: op names, `*` a wildcard) and communication ops (`comm`) of the layer,
+/// or, for trace kernels, an op class (`class`: gemm | grouped_gemm | attention | memory |
+/// comm | ignore, or several joined by `|`). `passes: forward|backward` marks kernels that run once per layer pass
+/// (attention), which counts the passes a trace holds.
+struct ProfileMapEntry {
+  std::string match;
+  bool regex = false;
+  std::string phase = "any";
+  std::vector<std::string> ops, comm;
+  std::string op_class;
+  std::string passes;
+  int line = 0;
+};
+struct ProfileMap {
+  std::string file;
+  std::vector<ProfileMapEntry> entries;
+};
+[[nodiscard]] PARAPLAN_EXPORT ProfileMap load_profile_map(const std::string& ref);
+
+/// One compared row.
+struct ProfileFitRow {
+  std::string name, phase;
+  double measured_s = 0, before_s = 0, after_s = 0;
+  std::string what;  ///< the model ops or class it was compared with
+};
+
+/// A profile fitted to the model of a strategy.
+struct ProfileFit {
+  CalibrationSpec calibration;                         ///< compute time multipliers
+  struct Comm {
+    std::string tier, collective;
+    double factor = 1;
+  };
+  std::vector<Comm> comm;                              ///< communication multipliers by tier and collective
+  std::vector<std::string> fitted;                     ///< "gemm forward: 0.81 (3 rows)" ...
+  std::vector<ProfileFitRow> rows;
+  std::vector<ProfileRow> unmatched_rows;              ///< profile rows no map entry took
+  std::vector<std::pair<std::string, double>> unmatched_ops;  ///< model ops (pass) no row took, seconds
+  double forward_passes = 1, backward_passes = 1;      ///< layer passes the profile holds
+  double measured_forward_s = 0, measured_backward_s = 0;  ///< CSV: the layer's rows by pass
+  double measured_total_s = 0;                         ///< trace: the fitted kernels' total
+  double rows_before_s = 0, rows_after_s = 0;          ///< trace: the model for those kernels
+  std::vector<std::pair<std::string, double>> ignored_s;  ///< trace: kernels the map ignores (entry, seconds)
+  double before_forward_s = 0, before_backward_s = 0, after_forward_s = 0, after_backward_s = 0;
+  double mean_error_before = 0, mean_error_after = 0;  ///< mean |model - measured| / measured over rows
+  std::vector<int> at_bound;                           ///< multipliers held at 1/4 or 4 (internal index)
+};
+
+/// Fits `profile` to the model of `plan`'s `layer` kind (moe | dense) by least squares on
+/// relative errors: one time multiplier per op class and pass, and per tier, each kept near
+/// 1 where the rows do not determine it. `passes` > 0 overrides the layer passes counted in
+/// a trace (forward, backward).
+[[nodiscard]] PARAPLAN_EXPORT ProfileFit calibrate_profile(const Profile& profile, const ProfileMap& map,
+                                                           const Plan& plan, const std::string& layer = "moe",
+                                                           double forward_passes = 0, double backward_passes = 0);
+
+/// The fit in words: each row measured vs model before and after, the layer, the
+/// multipliers, the rows and model ops left out.
+[[nodiscard]] PARAPLAN_EXPORT std::string profile_fit_text(const Profile& profile, const ProfileMap& map,
+                                                           const ProfileFit& fit, const Plan& plan,
+                                                           const std::string& layer, bool passes_given);
+
+/// The overlay (`extends: base`) carrying a profile fit's `calibration:` section, with the
+/// command, the profile and the fit quality in comments.
+[[nodiscard]] PARAPLAN_EXPORT std::string profile_overlay_yaml(const ProfileFit& fit, const std::string& base,
+                                                               const std::string& name, const std::string& command,
+                                                               const std::string& date);
 
 /// What `paraplan calibrate ... --into FILE` writes: a hardware file that extends `base` and
 /// overrides only the calibrated fields (tiers merge by name), each with its source and date

@@ -15,6 +15,7 @@ struct OpEstimate {
   std::string name;       ///< e.g. "q_b_proj", "experts.gate_up_proj.wgrad"
   std::string phase;      ///< forward | input_grad | weight_grad | recompute
   std::string kind;       ///< gemm | grouped_gemm | attention | memory | host_sync
+  std::string op_class;   ///< calibration class (kOpClassNames: gemm ... norm, permute, ...); empty for host syncs
   double time_s = 0;      ///< predicted time, including the kernel launch overhead
   double flops = 0;       ///< executed FLOP
   double bytes = 0;       ///< HBM bytes read + written
@@ -46,6 +47,7 @@ struct CommStageEstimate {
   double bytes = 0;     ///< per rank
   double bandwidth = 0; ///< bytes/s achieved
   double time_s = 0;
+  std::string collective;  ///< the collective its transfer is (all_gather, all_to_all, send_recv, ...)
 };
 
 /// One communication op of one layer for one micro-batch on one rank.

@@ -155,6 +155,12 @@ struct TierSpec {
   std::vector<SizePoint> size_efficiency;  ///< increasing sizes; empty = always 1
   std::array<std::optional<CollectiveOverride>, kCollectiveCount> collectives;  ///< per Collective
   std::vector<FabricLevel> levels;  ///< the cluster tier's switch levels, increasing `nodes`; empty = flat
+  /// Time multipliers of its transfers by collective, fitted by `calibrate profile` (1 = none).
+  std::array<double, kCollectiveCount> calibration = [] {
+    std::array<double, kCollectiveCount> a{};
+    a.fill(1.0);
+    return a;
+  }();
 
   [[nodiscard]] const std::optional<CollectiveOverride>& collective(Collective c) const {
     return collectives[static_cast<int>(c)];
@@ -170,6 +176,32 @@ struct ExtraLinkSpec {
   LinkPairing between = LinkPairing::NodePairs;
   double bw_bytes_per_s = 0;  ///< per device, per direction
   double latency_s = 0;
+};
+
+/// Op classes that `paraplan calibrate profile` fits a time multiplier to, per pass: GEMM,
+/// grouped GEMM, attention, then the memory-bound classes in MemClass order.
+inline constexpr int kOpClassCount = 3 + kMemClassCount;
+/// The classes' names as the hardware file spells them (`calibration.compute`).
+inline constexpr const char* kOpClassNames[kOpClassCount] = {
+    "gemm", "grouped_gemm", "attention", "elementwise", "norm", "cast", "permute", "softmax", "reduction", "copy"};
+
+/// What `paraplan calibrate profile` fitted to a measured profile: time multipliers by op
+/// class and pass (forward, backward), 1 = the model as derived. The communication
+/// multipliers sit on the tiers (TierSpec::calibration).
+struct CalibrationSpec {
+  std::string source;  ///< the command and the profile it came from
+  std::array<std::array<double, 2>, kOpClassCount> compute = ones();
+  static std::array<std::array<double, 2>, kOpClassCount> ones() {
+    std::array<std::array<double, 2>, kOpClassCount> a{};
+    for (auto& c : a) c = {1, 1};
+    return a;
+  }
+  [[nodiscard]] bool empty() const {
+    for (const auto& c : compute) {
+      if (c[0] != 1 || c[1] != 1) return false;
+    }
+    return true;
+  }
 };
 
 /// The host side of a node.
@@ -193,6 +225,7 @@ struct HardwareSpec {
   /// (NCCL: ring and tree); empty = every one the model knows.
   std::vector<CollectiveAlgorithm> algorithms;
   HostSpec host;
+  CalibrationSpec calibration;
 
   /// Devices (cards) per node: product of tier sizes up to the tier before the last,
   /// divided by dies when the innermost tier is the die tier.

@@ -344,6 +344,8 @@ struct CalibrateArgs {
   bool grouped = false;
   bool model = false;  ///< calibrate gemm: fit device.gemm_kernel instead of a table
   int units = 0;       ///< calibrate gemm --model: compute units of the GPU the sweep ran on
+  std::string strategy, map, layer = "moe";  ///< calibrate profile
+  std::vector<double> passes;                ///< calibrate profile --passes F,B
 };
 
 paraplan::HardwareOverlay overlay_for(const CalibrateArgs& a, const paraplan::HardwareSpec& hw) {
@@ -366,7 +368,7 @@ int write_overlay(const CalibrateArgs& a, const paraplan::HardwareOverlay& o) {
   // The result must load: check it before writing over anything.
   (void)paraplan::parse_hardware(yaml, a.into,
                                  std::filesystem::path(a.into).parent_path().string());
-  std::ofstream(a.into) << yaml;
+  if (!write_text(a.into, yaml, "calibrate")) return kExitBadInput;
   std::cout << "\nwrote " << a.into << " (extends " << a.hardware << "; `paraplan check " << a.into << "`)\n";
   return kExitOk;
 }
@@ -452,6 +454,34 @@ int cmd_calibrate_deepep(const CalibrateArgs& a) {
             << paraplan::units::format_rate(d.combine_rdma) << " RDMA, " << paraplan::units::format_rate(d.combine_nvl)
             << " NVLink\n";
   return write_overlay(a, o);
+}
+
+int cmd_calibrate_profile(const CalibrateArgs& a) {
+  paraplan::Plan plan = paraplan::load_plan(a.strategy, a.hardware.empty() ? std::vector<std::string>{}
+                                                                           : std::vector<std::string>{"hardware=" + a.hardware});
+  const std::string base = a.hardware.empty() ? plan.hardware.name : a.hardware;
+  const paraplan::Profile profile = paraplan::read_profile(a.files.front());
+  const std::string map_ref = !a.map.empty() ? a.map : profile.trace ? "nvidia-kernels" : "br166-seed-profile";
+  const paraplan::ProfileMap map = paraplan::load_profile_map(map_ref);
+  const double fp = a.passes.size() >= 1 ? a.passes[0] : 0, bp = a.passes.size() >= 2 ? a.passes[1] : 0;
+  const paraplan::ProfileFit fit = paraplan::calibrate_profile(profile, map, plan, a.layer, fp, bp);
+
+  std::cout << paraplan::profile_fit_text(profile, map, fit, plan, a.layer, !a.passes.empty());
+  std::string cmd = "paraplan calibrate profile " + a.files.front() + " -s " + a.strategy;
+  if (!a.hardware.empty()) cmd += " -H " + a.hardware;
+  if (!a.map.empty()) cmd += " --map " + a.map;
+  if (a.layer != "moe") cmd += " --layer " + a.layer;
+  const std::string name = !a.name.empty() ? a.name : a.into.empty() ? base + "-calibrated" : stem(a.into);
+  const std::string yaml = paraplan::profile_overlay_yaml(fit, base, name, cmd, today());
+  if (a.into.empty()) {
+    std::cout << "\n" << yaml;
+    return kExitOk;
+  }
+  (void)paraplan::parse_hardware(yaml, a.into, std::filesystem::path(a.into).parent_path().string());
+  if (!write_text(a.into, yaml, "calibrate")) return kExitBadInput;
+  std::cout << "\nwrote " << a.into << " (extends " << base << "; `paraplan evaluate " << a.strategy << " --set hardware="
+            << a.into << "`)\n";
+  return kExitOk;
 }
 
 }  // namespace
@@ -577,6 +607,25 @@ int main(int argc, char** argv) {
   cal_deepep->add_option("file", cal.files, "Output of DeepEP's test_intranode.py / test_internode.py")
       ->required()
       ->expected(1);
+  auto* cal_profile = calibrate->add_subcommand(
+      "profile", "A measured per-op profile (CSV or Chrome/PyTorch trace) -> time multipliers per op class");
+  cal_profile->add_option("file", cal.files, "op,phase,time_ms CSV (one layer) or trace JSON (GPU kernels)")
+      ->required()
+      ->expected(1);
+  cal_profile->add_option("-s,--strategy", cal.strategy, "The strategy the profile ran (file or built-in name)")
+      ->required();
+  cal_profile->add_option("-H,--hardware", cal.hardware, "Hardware (default: the strategy's)");
+  cal_profile->add_option("--map", cal.map,
+                          "Row / kernel names -> op graph (YAML, or built-in: br166-seed-profile for CSVs,\n"
+                          "nvidia-kernels for traces; the default by format)");
+  cal_profile->add_option("--layer", cal.layer, "Layer kind the profile shows")
+      ->check(CLI::IsMember({"moe", "dense"}))
+      ->capture_default_str();
+  cal_profile->add_option("--passes", cal.passes, "Trace: layer passes it holds, FORWARD,BACKWARD (default: counted)")
+      ->delimiter(',')
+      ->expected(2);
+  cal_profile->add_option("--into", cal.into, "Write a hardware file that extends it with the fitted multipliers");
+  cal_profile->add_option("--name", cal.name, "Name of the written hardware (default: the file's stem)");
   for (CLI::App* sub : {cal_coll, cal_gemm, cal_deepep}) {
     sub->add_option("-H,--hardware", cal.hardware, "Hardware the measurements belong to (name or file)")->required();
     sub->add_option("--into", cal.into, "Write a hardware file that extends it with the calibrated fields");
@@ -591,6 +640,8 @@ int main(int argc, char** argv) {
       "  paraplan calibrate gemm sweep.csv --dtype bf16 -H h100-sxm-ib --into hardware/my-h100.yaml\n"
       "  paraplan calibrate gemm hardware/calibration/a100-pcie-gemm-simumax.csv --model -H a100-sxm-ib\n"
       "  paraplan calibrate deepep test_internode.log -H h800-ib\n"
+      "  paraplan calibrate profile br166-ep16-profile.csv -s br166-ep16-profile.strategy.yaml --into hardware/my-br166.yaml\n"
+      "  paraplan calibrate profile train.json -s deepseek-v3-h800 --into hardware/my-h800.yaml\n"
       "GEMM sweep on your GPU: python3 bench/gemm_sweep.py > sweep.csv\n");
 
   std::string validate_dir = "validation";
@@ -626,6 +677,7 @@ int main(int argc, char** argv) {
     if (cal_coll->parsed()) return cmd_calibrate_collective(cal);
     if (cal_gemm->parsed()) return cmd_calibrate_gemm(cal);
     if (cal_deepep->parsed()) return cmd_calibrate_deepep(cal);
+    if (cal_profile->parsed()) return cmd_calibrate_profile(cal);
   } catch (const paraplan::ConfigError& e) {
     print_diagnostics(e);
     return kExitBadInput;

@@ -300,6 +300,7 @@ const std::vector<Preset>& presets() {
     std::vector<Preset> out;
     for (const config::BuiltinFile& f : config::builtin_files()) {
       std::string_view path = f.path;
+      if (path.rfind("calibration/", 0) == 0) continue;  // profile maps, not specs
       FileKind kind = FileKind::Strategy;
       if (path.rfind("hardware/", 0) == 0) kind = FileKind::Hardware;
       else if (path.rfind("models/", 0) == 0) kind = FileKind::Model;

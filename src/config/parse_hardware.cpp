@@ -381,6 +381,50 @@ void read_network(MapReader& root, HardwareSpec& hw, Diags& diags) {
 
 }  // namespace
 
+// `calibration:` as `paraplan calibrate profile` writes it: time multipliers by op class and
+// pass, and by tier.
+void read_calibration(const Node* node, HardwareSpec& hw, Diags& diags) {
+  MapReader c(node, diags, "calibration");
+  if (auto v = c.text("source")) hw.calibration.source = *v;
+  if (const Node* compute = c.get("compute")) {
+    MapReader m(compute, diags, "calibration.compute");
+    for (int cls = 0; cls < kOpClassCount; ++cls) {
+      const char* name = kOpClassNames[cls];
+      if (const Node* k = m.get(name)) {
+        MapReader f(k, diags, m.dotted(name));
+        auto& slot = hw.calibration.compute[static_cast<std::size_t>(cls)];
+        if (auto v = f.number("forward", 0.01, 100)) slot[0] = *v;
+        if (auto v = f.number("backward", 0.01, 100)) slot[1] = *v;
+        f.finish();
+      }
+    }
+    m.finish();
+  }
+  if (const Node* comm = c.get("communication")) {
+    if (!comm->is_map()) {
+      diags.error(comm->loc, "`calibration.communication` maps tier names to time multipliers");
+    } else {
+      MapReader m(comm, diags, "calibration.communication");
+      for (TierSpec& t : hw.tiers) {
+        const Node* v = m.get(t.name);
+        if (v == nullptr) continue;
+        if (v->is_map()) {
+          // by collective
+          MapReader byop(v, diags, m.dotted(t.name));
+          for (const auto& [spelling, op] : kCollectiveNames) {
+            if (auto x = byop.number(spelling, 0.01, 100)) t.calibration[static_cast<std::size_t>(op)] = *x;
+          }
+          byop.finish();
+        } else if (auto x = m.number(t.name, 0.01, 100)) {
+          t.calibration.fill(*x);
+        }
+      }
+      m.finish();
+    }
+  }
+  c.finish();
+}
+
 HardwareSpec read_hardware(const Node& root, Diags& diags) {
   HardwareSpec hw;
   MapReader r(&root, diags, "");
@@ -396,6 +440,7 @@ HardwareSpec read_hardware(const Node& root, Diags& diags) {
     if (auto v = h.quantity("offload_bandwidth", Quantity::Rate)) hw.host.offload_bw_bytes_per_s = *v;
     h.finish();
   }
+  if (const Node* cal = r.get("calibration")) read_calibration(cal, hw, diags);
   r.finish();
   return hw;
 }

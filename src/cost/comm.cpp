@@ -176,6 +176,9 @@ CollectiveCost model_time(const std::vector<Crossing>& xs, Collective op, double
   const double passes = op == Collective::AllReduce ? 2.0 : 1.0;  // RS + AG
   const Crossing& outer = xs.back();
   double bw_term = 0, latency = 0;
+  // A calibrated tier (`calibrate profile`) moves this collective's data `calibration` times
+  // slower.
+  auto slower = [&](std::size_t i) { return xs[i].tier->calibration[static_cast<std::size_t>(op)]; };
   for (const Crossing& x : xs) {
     // Bytes one rank moves across this tier in the hierarchical decomposition.
     double vol = op == Collective::AllToAll
@@ -188,7 +191,7 @@ CollectiveCost model_time(const std::vector<Crossing>& xs, Collective op, double
       double v = bus_factor(op, G) * S;
       double worst = 0;
       for (std::size_t i = 0; i < xs.size(); ++i) {
-        double t = v / (crossing_bw(xs[i], v) * xs[i].inner);
+        double t = v / (crossing_bw(xs[i], v) * xs[i].inner) * slower(i);
         c.tiers[i].time_s = t;
         worst = std::max(worst, t);
       }
@@ -201,7 +204,7 @@ CollectiveCost model_time(const std::vector<Crossing>& xs, Collective op, double
     case Algorithm::Direct: {
       double sum = 0, worst = 0;
       for (std::size_t i = 0; i < xs.size(); ++i) {
-        double t = c.tiers[i].bytes / crossing_bw(xs[i], c.tiers[i].bytes);
+        double t = c.tiers[i].bytes / crossing_bw(xs[i], c.tiers[i].bytes) * slower(i);
         c.tiers[i].time_s = t;
         sum += t;
         worst = std::max(worst, t);
@@ -216,7 +219,7 @@ CollectiveCost model_time(const std::vector<Crossing>& xs, Collective op, double
     case Algorithm::Tree: {
       double worst = 0;
       for (std::size_t i = 0; i < xs.size(); ++i) {
-        double t = passes * S / crossing_bw(xs[i], S);
+        double t = passes * S / crossing_bw(xs[i], S) * slower(i);
         c.tiers[i].time_s = t;
         worst = std::max(worst, t);
       }
@@ -272,7 +275,7 @@ CollectiveCost collective(const HardwareSpec& hw, Collective op, double bytes, c
     double bw = xs.back().bw_factor * o->bus_bw_bytes_per_s * tier_bandwidth(outer, bytes) / outer.bw_bytes_per_s;
     double volume = o->algbw ? bytes : bus_factor(op, G) * bytes;
     best.algorithm = Algorithm::Direct;
-    best.time_s = volume / bw + xs.back().latency;
+    best.time_s = volume / bw * outer.calibration[static_cast<std::size_t>(op)] + xs.back().latency;
     best.engine = o->engine;
     best.compute_share = o->engine == Engine::Compute ? o->compute_share : dma_compute_share(hw);
     best.measured = true;

@@ -52,6 +52,7 @@ ComputeModel make_compute_model(const HardwareSpec& hw, Precision precision,
   cm.host_sync_s = d.host_sync_s;
   cm.units = d.compute_units;
   cm.dies = std::max(1, d.dies);
+  cm.calibration = hw.calibration.compute;
   const int die_units = cm.units / cm.dies;
   if (d.gemm_kernel.present()) {
     const GemmKernelSpec& g = d.gemm_kernel;
@@ -81,7 +82,7 @@ ComputeModel make_compute_model(const HardwareSpec& hw, Precision precision,
   return cm;
 }
 
-OpTime op_time(const ComputeModel& cm, const model::Op& op) {
+static OpTime op_time_uncalibrated(const ComputeModel& cm, const model::Op& op) {
   using model::OpKind;
   const double share = op.per_die ? 1.0 / cm.dies : 1.0;
   const double split = op.per_die ? 1.0 : static_cast<double>(cm.dies);  // duplicate mode
@@ -154,6 +155,36 @@ OpTime op_time(const ComputeModel& cm, const model::Op& op) {
   return t;
 }
 
+int op_class(const model::Op& op) {
+  switch (op.kind) {
+    case model::OpKind::Gemm: return 0;
+    case model::OpKind::GroupedGemm: return 1;
+    case model::OpKind::Attention: return 2;
+    case model::OpKind::Memory: return 3 + static_cast<int>(op.mem_class);
+    default: return -1;
+  }
+}
+
+const char* op_class_name(const model::Op& op) {
+  const int c = op_class(op);
+  return c >= 0 ? kOpClassNames[c] : "";
+}
+
+OpTime op_time(const ComputeModel& cm, const model::Op& op) {
+  OpTime t = op_time_uncalibrated(cm, op);
+  const int cls = op_class(op);
+  if (cls >= 0) {
+    // Recomputed forwards run the forward kernels.
+    const bool backward = op.phase == model::Phase::InputGrad || op.phase == model::Phase::WeightGrad;
+    const double f = cm.calibration[static_cast<std::size_t>(cls)][backward ? 1 : 0];
+    if (f != 1) {
+      t.time_s *= f;
+      t.achieved /= f;
+    }
+  }
+  return t;
+}
+
 }  // namespace paraplan::cost
 
 namespace paraplan {
@@ -189,6 +220,7 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
       oe.efficiency = t.efficiency;
       oe.per_die = op.per_die;
       oe.kernels = op.kind == model::OpKind::HostSync ? 0 : op.kernels;
+      oe.op_class = cost::op_class_name(op);
       if (op.kind == model::OpKind::GroupedGemm && cm.kernel != nullptr && cm.kernel->grouped_loop) {
         oe.kernels = op.groups;
       }

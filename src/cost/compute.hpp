@@ -37,6 +37,8 @@ struct ComputeModel {
   double host_sync_s = 0; ///< per host synchronisation
   int units = 0;          ///< compute units per device
   int dies = 1;
+  /// Time multipliers by op class and pass fitted by `calibrate profile` (1 = none).
+  std::array<std::array<double, 2>, kOpClassCount> calibration = CalibrationSpec::ones();
 };
 
 /// Builds the model. Without a kernel model, tables missing for a dtype fall back in this
@@ -60,5 +62,9 @@ struct OpTime {
 /// die's peak, bandwidth and units; whole-device ops on multi-die devices run split over
 /// the dies ("duplicate mode"), each die taking m / dies rows.
 OpTime op_time(const ComputeModel& cm, const model::Op& op);
+
+/// The op's calibration class (index into kOpClassNames; -1 for host syncs) and its name.
+int op_class(const model::Op& op);
+const char* op_class_name(const model::Op& op);
 
 }  // namespace paraplan::cost

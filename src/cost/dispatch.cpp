@@ -28,9 +28,11 @@ double paired_bandwidth(const HardwareSpec& hw, int nodes, std::string* name) {
   return extra;
 }
 
-Stage inter_stage(const HardwareSpec& hw, const EpLayout& ep, std::string name, double bytes) {
+Stage inter_stage(const HardwareSpec& hw, const EpLayout& ep, std::string name, double bytes,
+                  Collective op = Collective::AllToAll) {
   Stage st;
   st.name = std::move(name);
+  st.op = op;
   st.link = cluster_tier(hw).name;
   st.bytes = bytes;
   if (bytes <= 0) return st;
@@ -45,7 +47,7 @@ Stage inter_stage(const HardwareSpec& hw, const EpLayout& ep, std::string name, 
                               : tier_bandwidth(cluster, bytes * sharers);
   const LevelView level = level_view(cluster, ep.nodes);
   st.bw = (nic * level.bw_factor + paired_bandwidth(hw, ep.nodes, &st.link)) / sharers;
-  st.time_s = bytes / st.bw + level.latency_s;
+  st.time_s = bytes / st.bw * cluster.calibration[static_cast<std::size_t>(op)] + level.latency_s;
   st.engine = measured ? measured->engine : cluster.engine;
   st.compute_share = measured && measured->engine == Engine::Compute ? measured->compute_share : dma_compute_share(hw);
   return st;
@@ -59,6 +61,7 @@ Stage from_collective(std::string name, const CollectiveCost& c, const HardwareS
   for (const TierTraffic& t : c.tiers) moved = std::max(moved, t.bytes);
   st.bytes = moved;
   st.time_s = c.time_s;
+  st.op = c.op;
   st.bw = c.time_s > 0 ? moved / c.time_s : 0;
   st.engine = c.engine;
   st.compute_share = c.compute_share;
@@ -72,6 +75,7 @@ Stage intra_stage(const HardwareSpec& hw, const EpLayout& ep, std::string name, 
     Stage st;
     st.name = std::move(name);
     st.link = "local";
+    st.op = Collective::AllToAll;
     return st;
   }
   const int g = ep.ranks_per_node;
@@ -94,13 +98,14 @@ Stage reorder_stage(const HardwareSpec& hw, double bytes) {
   Stage st;
   st.name = "inter_die_reorder";
   st.link = "die";
+  st.op = Collective::AllGather;  // part of the all-gather dispatch
   st.bytes = bytes;
   for (const TierSpec& t : hw.tiers) {
     if (t.name == "die") {
       st.bw = t.bw_bytes_per_s;
       st.engine = t.engine;
       st.compute_share = t.engine == Engine::Compute ? 1.0 : dma_compute_share(hw);
-      st.time_s = bytes / st.bw;
+      st.time_s = bytes / st.bw * t.calibration[static_cast<std::size_t>(Collective::AllGather)];
     }
   }
   return st;
@@ -214,7 +219,7 @@ ExchangeCost exchange(const HardwareSpec& hw, const EpLayout& ep, Dispatch schem
       // node) ~ 1, so send everything", sec. 5.9), then an intra-node all-gather of all
       // nodes' tokens, then the inter-die reorder on two-die devices.
       const double size = ep.ep * T * B;
-      x.stages.push_back(inter_stage(hw, ep, "send_recv_same_index", T * B * (ep.nodes - 1)));
+      x.stages.push_back(inter_stage(hw, ep, "send_recv_same_index", T * B * (ep.nodes - 1), Collective::SendRecv));
       x.stages.push_back(gather_stage(hw, ep, combine ? "intra_node_reduce_scatter" : "intra_node_all_gather",
                                       combine ? Collective::ReduceScatter : Collective::AllGather,
                                       size, ep.ranks_per_node, false));
@@ -226,7 +231,7 @@ ExchangeCost exchange(const HardwareSpec& hw, const EpLayout& ep, Dispatch schem
     case Dispatch::SendRecvDeepEp: {
       // Every token to the same-index card of every other node, then DeepEP-style forwarding
       // of the local and the received tokens to the ranks of this node that need them.
-      x.stages.push_back(inter_stage(hw, ep, "send_recv_same_index", T * B * (ep.nodes - 1)));
+      x.stages.push_back(inter_stage(hw, ep, "send_recv_same_index", T * B * (ep.nodes - 1), Collective::SendRecv));
       const double rpn = ep.ranks_per_node;
       x.stages.push_back(intra_stage(hw, ep, "intra_node_forward",
                                      ep.nodes * L * B * (rpn - 1) * r.p_rank));

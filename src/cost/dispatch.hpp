@@ -31,6 +31,7 @@ struct Stage {
   double time_s = 0;
   Engine engine = Engine::Dma;
   double compute_share = 0;  ///< fraction of compute occupied while it runs
+  Collective op = Collective::AllToAll;  ///< the collective its transfer is (for calibration and reports)
 };
 
 /// How the stages of a scheme combine in time.

@@ -10,6 +10,7 @@
 #include "paraplan/calibrate.hpp"
 #include "paraplan/config.hpp"
 #include "paraplan/errors.hpp"
+#include "paraplan/estimate.hpp"
 
 namespace fs = std::filesystem;
 using namespace paraplan;
@@ -222,3 +223,128 @@ TEST_SUITE("calibrate.gemm_model") {
   }
 }
 
+
+TEST_SUITE("calibrate.profile") {
+  std::string source(const char* rel) { return (fs::path(PARAPLAN_SOURCE_DIR) / rel).string(); }
+
+  Plan seed_plan() { return load_plan(source("calibration/profiles/br166-ep16-profile.strategy.yaml")); }
+
+  TEST_CASE("bad profiles are reported at file:line:col") {
+    const std::string csv = write_temp("pp_bad.csv", "op,phase,time_ms\nmma,forward,1.0\nmma,sideways,2\nrouter,backward,-3\nx,forward,abc\n");
+    try {
+      (void)read_profile(csv);
+      FAIL("expected a ConfigError");
+    } catch (const ConfigError& e) {
+      REQUIRE(e.diagnostics().size() == 3);
+      CHECK(e.diagnostics()[0].line == 3);
+      CHECK(e.diagnostics()[0].message.find("sideways") != std::string::npos);
+      CHECK(e.diagnostics()[1].line == 4);
+      CHECK(e.diagnostics()[1].col == 17);  // the time column
+      CHECK(e.diagnostics()[2].message.find("not a number") != std::string::npos);
+    }
+    const std::string broken = write_temp("pp_broken.json", "{\"traceEvents\": [\n  {\"name\": \"k\", \"cat\": \"kernel\" \"ph\": \"X\"}\n]}");
+    try {
+      (void)read_profile(broken);
+      FAIL("expected a ConfigError");
+    } catch (const ConfigError& e) {
+      CHECK(e.diagnostics()[0].line == 2);
+      CHECK(e.diagnostics()[0].col == 33);  // the unexpected "ph" where ',' or '}' belongs
+    }
+    const std::string cpu_only = write_temp("pp_cpu.json", "{\"traceEvents\": [{\"name\": \"aten::mm\", \"cat\": \"cpu_op\", \"ph\": \"X\", \"dur\": 5}]}");
+    CHECK_THROWS_AS((void)read_profile(cpu_only), ConfigError);
+  }
+
+  TEST_CASE("a trace's kernels sum by name; the map counts layer passes from attention kernels") {
+    // Two layer passes: two forward attention kernels, two GEMMs, one unknown kernel.
+    const std::string trace = write_temp("pp_trace.json", R"({"traceEvents": [
+      {"name": "flash_fwd_kernel<...>", "cat": "kernel", "ph": "X", "ts": 0, "dur": 100},
+      {"name": "sm90_xmma_gemm_bf16bf16_bf16f32", "cat": "kernel", "ph": "X", "ts": 100, "dur": 300},
+      {"name": "flash_fwd_kernel<...>", "cat": "kernel", "ph": "X", "ts": 400, "dur": 100},
+      {"name": "sm90_xmma_gemm_bf16bf16_bf16f32", "cat": "kernel", "ph": "X", "ts": 500, "dur": 300},
+      {"name": "mystery_kernel", "cat": "kernel", "ph": "X", "ts": 800, "dur": 50},
+      {"name": "cudaLaunchKernel", "cat": "cuda_runtime", "ph": "X", "ts": 0, "dur": 5}]})");
+    const Profile p = read_profile(trace);
+    REQUIRE(p.trace);
+    REQUIRE(p.rows.size() == 3);
+    CHECK(p.rows[1].time_s == doctest::Approx(600e-6));
+    CHECK(p.rows[1].count == 2);
+    const ProfileFit fit = calibrate_profile(p, load_profile_map("nvidia-kernels"), load_plan("deepseek-v3-h800"), "moe");
+    CHECK(fit.forward_passes == 2);
+    REQUIRE(fit.unmatched_rows.size() == 1);  // listed, never dropped silently
+    CHECK(fit.unmatched_rows[0].name == "mystery_kernel");
+  }
+
+  TEST_CASE("a profile that is the model times known factors gives those factors back") {
+    // Measured rows built from the model itself: every forward op 2x, every backward op 1.5x
+    // (the map's row -> op sums, computed here from estimate_compute / estimate_comm).
+    const Plan plan = seed_plan();
+    const ProfileMap map = load_profile_map("br166-seed-profile");
+    const Profile seeds = read_profile(source("calibration/profiles/br166-ep16-profile.csv"));
+    // First pass: the model's own row times (the "before" column of a fit).
+    const ProfileFit model = calibrate_profile(seeds, map, plan);
+    std::string csv = "op,phase,time_ms\n";
+    for (const ProfileFitRow& r : model.rows) {
+      if (r.name.find(" + dynamic") != std::string::npos) continue;  // two profile rows merged: skip
+      csv += r.name + "," + r.phase + "," + std::to_string(r.before_s * 1e3 * (r.phase == "forward" ? 2.0 : 1.5)) + "\n";
+    }
+    const ProfileFit fit = calibrate_profile(read_profile(write_temp("pp_scaled.csv", csv)), map, plan);
+    // Each multiplier is pulled weakly towards 1 (where few rows determine it, as the
+    // memory-bound classes that only share rows with GEMMs), so rows come back within a few %.
+    CHECK(fit.mean_error_after < 0.05);
+    CHECK(fit.mean_error_before > 0.3);
+    for (std::size_t c = 0; c < 3; ++c) {  // gemm, grouped gemm, attention: each in some row
+      CHECK(fit.calibration.compute[c][0] == doctest::Approx(2.0).epsilon(0.02));
+      CHECK(fit.calibration.compute[c][1] == doctest::Approx(1.5).epsilon(0.02));
+    }
+  }
+
+  TEST_CASE("calibrated on the seeds' EP16 profile, the layer is reproduced within 5%") {
+    // SEED_DIGEST.md sec. 4: the profiled EP16 MoE layer takes 84.565 ms forward and 126.27 ms
+    // backward on BR166 (ops run one after another).
+    const Plan plan = seed_plan();
+    const ProfileFit fit = calibrate_profile(read_profile(source("calibration/profiles/br166-ep16-profile.csv")),
+                                             load_profile_map("br166-seed-profile"), plan);
+    CHECK(fit.measured_forward_s == doctest::Approx(84.565e-3).epsilon(1e-3));
+    CHECK(fit.measured_backward_s == doctest::Approx(126.27e-3).epsilon(1e-3));
+    CHECK(std::fabs(fit.after_forward_s / 84.565e-3 - 1) < 0.05);
+    CHECK(std::fabs(fit.after_backward_s / 126.27e-3 - 1) < 0.05);
+    CHECK(fit.unmatched_rows.empty());
+    // The overlay loads, and the strategy evaluated on it runs the layer in that time.
+    const std::string yaml = profile_overlay_yaml(fit, "br166-ubbv2", "br166-cal", "test", "2026-11-24");
+    Plan cal = plan;
+    cal.hardware = parse_hardware(yaml, "cal.yaml");
+    const ComputeBreakdown cb = estimate_compute(cal, estimate_comm(cal).routing.rank_load);
+    const CommBreakdown cm = estimate_comm(cal);
+    double fwd = 0, bwd = 0;
+    for (const LayerEstimate& l : cb.layers) {
+      if (l.kind == "moe") fwd += l.forward_s, bwd += l.backward_s;
+    }
+    for (const LayerComm& l : cm.layers) {
+      if (l.kind == "moe") fwd += l.forward_s, bwd += l.backward_s;
+    }
+    CHECK(std::fabs(fwd / 84.565e-3 - 1) < 0.05);
+    CHECK(std::fabs(bwd / 126.27e-3 - 1) < 0.05);
+  }
+
+  TEST_CASE("bad maps and profiles that do not match the strategy are errors") {
+    const std::string bad = write_temp("pp_bad.map.yaml", "entries:\n  - {match: x, class: gpu}\n  - {match: \"(\", regex: true, class: gemm}\n  - {match: y}\n");
+    try {
+      (void)load_profile_map(bad);
+      FAIL("expected a ConfigError");
+    } catch (const ConfigError& e) {
+      CHECK(e.diagnostics().size() == 3);
+    }
+    CHECK_THROWS_AS((void)load_profile_map("no-such-map"), ConfigError);
+    // A row the map knows whose ops the strategy's layer does not have (a dense model).
+    const std::string csv = write_temp("pp_dense.csv", "op,phase,time_ms\nGrouped Gemm,forward,13\n");
+    Plan dense = seed_plan();
+    dense.model = load_model("llama3-70b");
+    dense.strategy.parallel.ep = 1;
+    CHECK_THROWS_AS((void)calibrate_profile(read_profile(csv), load_profile_map("br166-seed-profile"), dense, "dense"),
+                    ConfigError);
+    // Nothing matches: an error, not an empty fit.
+    const std::string none = write_temp("pp_none.csv", "op,phase,time_ms\nfoo,forward,1\n");
+    CHECK_THROWS_AS((void)calibrate_profile(read_profile(none), load_profile_map("br166-seed-profile"), seed_plan()),
+                    ConfigError);
+  }
+}
