@@ -307,8 +307,11 @@ std::vector<Strategy> enumerate(const HardwareSpec& hw, const ModelSpec& m, cons
   const auto tps = pick(sp.tp, tp_auto);
   const auto cps = pick(sp.cp, std::vector<int>{1});
   const auto etps = pick(sp.etp, std::vector<int>{1});
-  const auto dies_choices = pick(sp.ep_over_dies, multi_die && moe ? std::vector<bool>{false, true}
-                                                                   : std::vector<bool>{false});
+  // Die-level EP follows the device: a space that asks for it on a one-die device (or a
+  // dense model) gets card-level EP instead of no strategy at all.
+  auto dies_choices = pick(sp.ep_over_dies, multi_die && moe ? std::vector<bool>{false, true}
+                                                             : std::vector<bool>{false});
+  if (!multi_die || !moe) dies_choices = {false};
   const auto mbs = pick(sp.micro_batch, std::vector<int>{1, 2, 4, 8});
   const auto gbs = pick_or(sp.global_batch, 1);
   std::vector<Recompute> rc_auto(3);
