@@ -295,7 +295,6 @@ int cmd_rank(const RankArgs& a) {
   }
   if (!a.output.empty()) {
     std::filesystem::path base(a.output);
-    if (base.has_parent_path()) std::filesystem::create_directories(base.parent_path());
     if (!write_text(base.string() + ".md", paraplan::rank_markdown(space, r, best_detail), "rank") ||
         !write_text(base.string() + ".csv", paraplan::rank_csv(r.all), "rank") ||
         !write_text(base.string() + ".json", paraplan::rank_json(space, r), "rank")) {
@@ -316,6 +315,23 @@ int cmd_rank(const RankArgs& a) {
     }
   }
   if (r.best.empty()) {
+    if (r.evaluated == 0) {
+      // Nothing passed the rules: say which; a node count the cluster does not have is a
+      // bad argument, not an infeasible space.
+      std::string rules;
+      bool only_cluster = !r.rejected.empty();
+      for (const paraplan::RuleCount& c : r.rejected) {
+        rules += (rules.empty() ? "" : ", ") + c.rule + " " + std::to_string(c.count);
+        only_cluster = only_cluster && c.rule == "nodes_cluster";
+      }
+      if (only_cluster) {
+        std::cerr << "paraplan rank: every node count asked for exceeds " << space.hardware.name
+                  << "'s cluster (" << space.hardware.max_nodes() << " nodes at most)\n";
+        return kExitBadInput;
+      }
+      std::cerr << "paraplan rank: no strategy of the space passes the rules (rejected: " << rules << ")\n";
+      return kExitInfeasible;
+    }
     std::cerr << "paraplan rank: no strategy of the space fits (" << r.evaluated << " evaluated)\n";
     return kExitInfeasible;
   }
@@ -642,7 +658,7 @@ int main(int argc, char** argv) {
       "  paraplan calibrate deepep test_internode.log -H h800-ib\n"
       "  paraplan calibrate profile br166-ep16-profile.csv -s br166-ep16-profile.strategy.yaml --into hardware/my-br166.yaml\n"
       "  paraplan calibrate profile train.json -s deepseek-v3-h800 --into hardware/my-h800.yaml\n"
-      "GEMM sweep on your GPU: python3 bench/gemm_sweep.py > sweep.csv\n");
+      "GEMM sweep on your GPU: python3 bench/gpu/gemm.py > sweep.csv (bench/gpu/README.md lists the rest)\n");
 
   std::string validate_dir = "validation";
   auto* validate = app.add_subcommand(

@@ -694,6 +694,11 @@ std::vector<ValidationCase> load_cases(const std::string& dir) {
     if (e.path().extension() == ".yaml" || e.path().extension() == ".yml") files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
+  if (files.empty()) {
+    diags.error(std::make_shared<config::Source>(config::Source{dir, "", false, dir}),
+                "no validation case files (*.yaml) in the folder");
+    diags.throw_if_any();
+  }
   for (const fs::path& f : files) {
     std::shared_ptr<const config::Source> source;
     config::Node root = config::load_root(f.string(), FileKind::Strategy, {}, diags, &source);

@@ -138,6 +138,21 @@ namespace {
 std::string source(const char* rel) { return (fs::path(PARAPLAN_SOURCE_DIR) / rel).string(); }
 }  // namespace
 
+TEST_SUITE("calibrate.bench_gpu") {
+  TEST_CASE("bench/gpu/gemm.py's output format: passes and grouped rows read as such") {
+    // 2 x 4096^3 FLOP in 200 us against a 989 TFLOP/s peak: 0.6949; the grouped row: 16 GEMMs
+    // of 512 x 3072 x 4096 in 400 us: 2 x 16 x 512 x 3072 x 4096 / 400e-6 / 989e12 = 0.5211.
+    const auto rows = read_gemm_rows(data("gemm_py_sample.csv"), 989e12);
+    REQUIRE(rows.size() == 4);
+    CHECK(rows[0].pass == "forward");
+    CHECK(rows[1].pass == "dgrad");
+    CHECK(rows[2].pass == "wgrad");
+    CHECK(rows[0].efficiency == doctest::Approx(2.0 * 4096 * 4096 * 4096 / 200e-6 / 989e12));
+    CHECK(rows[3].groups == 16);
+    CHECK(rows[3].efficiency == doctest::Approx(2.0 * 16 * 512 * 3072 * 4096 / 400e-6 / 989e12).epsilon(1e-3));
+  }
+}
+
 TEST_SUITE("calibrate.gemm_model") {
   TEST_CASE("the kernel model fitted to a sweep it generated recovers its parameters") {
     // Rows made by the model itself at known parameters (fraction 0.8, k overhead 128, 128 x

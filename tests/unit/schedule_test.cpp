@@ -220,3 +220,22 @@ TEST_SUITE("schedule.trace") {
     CHECK(WEXITSTATUS(rc) == 2);
   }
 }
+
+TEST_SUITE("cli.exit_codes") {
+  int run(const std::string& args) {
+    const std::string cmd = std::string(PARAPLAN_CLI) + " " + args + " > /dev/null 2>&1";
+    const int rc = std::system(cmd.c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  }
+
+  TEST_CASE("misuse is exit 2, with the file never claimed written") {
+    namespace fs = std::filesystem;
+    const fs::path empty = fs::temp_directory_path() / "paraplan_no_cases";
+    fs::create_directories(empty);
+    for (const auto& e : fs::directory_iterator(empty)) fs::remove_all(e.path());
+    CHECK(run("validate " + empty.string()) == 2);                 // no case files
+    CHECK(run("rank --nodes 4096") == 2);                           // br166-ubbv2 has 1024 nodes
+    CHECK(run("rank -o /proc/no/such/dir/report") == 2);            // cannot write the reports
+    CHECK(run("calibrate profile calibration/profiles/missing.csv -s br166-ep16-mb2") == 2);
+  }
+}
