@@ -285,164 +285,109 @@ std::vector<std::vector<Op>> interleaved(int pp, int v, int m) {
   return orders;
 }
 
-// DualPipe's eight steps (deepseek-ai/DualPipe dualpipe.py, DualPipe.step), per rank. Phase
-// 0 is the rank's own direction for the first half of the ranks and the other one for the
-// second half; each direction carries m / 2 micro-batches.
+// The eight steps of DualPipe.step / DualPipeV.step (deepseek-ai/DualPipe dualpipe.py,
+// dualpipev.py) for one rank, in the step counts both share: `warm` = the rank's depth
+// from the far end (steps 1, 3, 5, 7), `near` = its depth from its own end plus one (steps
+// 2 and 6), `main` = the paired steps. `key(phase, kind)` names the next task of a phase
+// (0 or 1); weight gradients of zero-bubble backwards wait in a queue for steps 3, 7, 8.
+template <typename KeyOf>
+std::vector<Op> dual_steps(int warm, int near, int main, KeyOf key) {
+  std::vector<Op> o;
+  std::deque<Key> wq;
+  auto push = [&](std::vector<Key> ks) { o.push_back(Op{std::move(ks)}); };
+  auto f = [&](int phase) { return key(phase, 'F'); };
+  auto b = [&](int phase, bool zb, std::vector<Key>& into) {
+    const Key k = key(phase, 'B');
+    into.push_back(k);
+    Key w = k;
+    w.kind = 'W';
+    if (zb) {
+      wq.push_back(w);
+    } else {
+      into.push_back(w);
+    }
+  };
+  auto weight = [&]() {
+    push({wq.front()});
+    wq.pop_front();
+  };
+  for (int i = 0; i < warm * 2; ++i) push({f(0)});                     // step 1: nF0
+  for (int i = 0; i < near; ++i) {                                     // step 2: nF0F1
+    push({f(0)});
+    push({f(1)});
+  }
+  for (int i = 0; i < warm; ++i) {                                     // step 3: nB1W1F1
+    std::vector<Key> ks;
+    b(1, true, ks);
+    push(ks);
+    weight();
+    push({f(1)});
+  }
+  for (int i = 0; i < main; ++i) {                                     // step 4: nF0B1F1B0
+    std::vector<Key> a{f(0)};
+    b(1, false, a);
+    push(a);
+    std::vector<Key> c{f(1)};
+    b(0, false, c);
+    push(c);
+  }
+  for (int i = 0; i < warm; ++i) {                                     // step 5: nB1F1B0
+    std::vector<Key> a;
+    b(1, false, a);
+    push(a);
+    std::vector<Key> c{f(1)};
+    b(0, false, c);
+    push(c);
+  }
+  const int q = near - 1;                                              // step 6: nB1B0,
+  bool zb = false;                                                     // second half zero-bubble
+  for (int i = 0; i < near; ++i) {
+    if (i == near / 2 && q % 2 == 1) zb = true;
+    std::vector<Key> a;
+    b(1, zb, a);
+    push(a);
+    if (i == near / 2 && q % 2 == 0) zb = true;
+    std::vector<Key> c;
+    b(0, zb, c);
+    push(c);
+  }
+  for (int i = 0; i < warm; ++i) {                                     // step 7: nWB0
+    weight();
+    std::vector<Key> c;
+    b(0, true, c);
+    push(c);
+  }
+  while (!wq.empty()) weight();                                        // step 8: nW
+  return o;
+}
+
+// DualPipe: phase 0 is the rank's own direction for the first half of the ranks and the
+// other one for the second half; each direction carries m / 2 micro-batches.
 std::vector<std::vector<Op>> dualpipe(int pp, int m) {
-  std::vector<std::vector<Op>> orders(static_cast<std::size_t>(pp));
-  const int H = pp / 2, half = m / 2;
+  std::vector<std::vector<Op>> orders;
+  const int H = pp / 2;
   for (int r = 0; r < pp; ++r) {
-    auto& o = orders[static_cast<std::size_t>(r)];
-    const int hr = std::min(r, pp - 1 - r);
-    const int second = r >= H ? 1 : 0;
-    int nf[2] = {0, 0}, nb[2] = {0, 0};
-    std::deque<Key> wq;
-    auto dir = [&](int phase) { return phase ^ second; };
-    auto pos = [&](int d) { return d == 0 ? r : pp - 1 - r; };
-    auto f = [&](int phase) {
-      const int d = dir(phase);
-      return Key{d, pos(d), nf[d]++, 'F'};
+    const int hr = std::min(r, pp - 1 - r), second = r >= H ? 1 : 0;
+    int next[2][2] = {{0, 0}, {0, 0}};  // [direction][F, B]
+    auto key = [&](int phase, char kind) {
+      const int d = phase ^ second;
+      return Key{d, d == 0 ? r : pp - 1 - r, next[d][kind == 'F' ? 0 : 1]++, kind};
     };
-    auto b = [&](int phase, bool zb, std::vector<Key>& into) {
-      const int d = dir(phase);
-      const Key k{d, pos(d), nb[d]++, 'B'};
-      into.push_back(k);
-      Key w = k;
-      w.kind = 'W';
-      if (zb) {
-        wq.push_back(w);
-      } else {
-        into.push_back(w);
-      }
-    };
-    auto push = [&](std::vector<Key> ks) { o.push_back(Op{std::move(ks)}); };
-    auto weight = [&]() {
-      push({wq.front()});
-      wq.pop_front();
-    };
-    for (int i = 0; i < (H - hr - 1) * 2; ++i) push({f(0)});          // step 1
-    for (int i = 0; i < hr + 1; ++i) {                                 // step 2
-      push({f(0)});
-      push({f(1)});
-    }
-    for (int i = 0; i < H - hr - 1; ++i) {                             // step 3
-      std::vector<Key> ks;
-      b(1, true, ks);
-      push(ks);
-      weight();
-      push({f(1)});
-    }
-    for (int i = 0; i < half - pp + hr + 1; ++i) {                     // step 4
-      std::vector<Key> a{f(0)};
-      b(1, false, a);
-      push(a);
-      std::vector<Key> c{f(1)};
-      b(0, false, c);
-      push(c);
-    }
-    for (int i = 0; i < H - hr - 1; ++i) {                             // step 5
-      std::vector<Key> a;
-      b(1, false, a);
-      push(a);
-      std::vector<Key> c{f(1)};
-      b(0, false, c);
-      push(c);
-    }
-    bool zb = false;                                                   // step 6
-    for (int i = 0; i < hr + 1; ++i) {
-      if (i == (hr + 1) / 2 && hr % 2 == 1) zb = true;
-      std::vector<Key> a;
-      b(1, zb, a);
-      push(a);
-      if (i == (hr + 1) / 2 && hr % 2 == 0) zb = true;
-      std::vector<Key> c;
-      b(0, zb, c);
-      push(c);
-    }
-    for (int i = 0; i < H - hr - 1; ++i) {                             // step 7
-      weight();
-      std::vector<Key> c;
-      b(0, true, c);
-      push(c);
-    }
-    while (!wq.empty()) weight();                                      // step 8
+    orders.push_back(dual_steps(H - hr - 1, hr + 1, m / 2 - pp + hr + 1, key));
   }
   return orders;
 }
 
-// DualPipeV (deepseek-ai/DualPipe dualpipev.py, DualPipeV.step): one V over 2 p stages, rank
-// r holding stage r (phase 0, down) and stage 2 p - 1 - r (phase 1, up); every micro-batch
-// runs both. Eight steps as in DualPipe, with the paired chunks of the main step.
+// DualPipeV: one V over 2 p stages, rank r holding stage r (phase 0, down) and stage
+// 2 p - 1 - r (phase 1, up); every micro-batch runs both.
 std::vector<std::vector<Op>> dualpipev(int pp, int m) {
-  std::vector<std::vector<Op>> orders(static_cast<std::size_t>(pp));
+  std::vector<std::vector<Op>> orders;
   for (int r = 0; r < pp; ++r) {
-    auto& o = orders[static_cast<std::size_t>(r)];
-    int nf[2] = {0, 0}, nb[2] = {0, 0};
-    std::deque<Key> wq;
-    auto pos = [&](int phase) { return phase == 0 ? r : 2 * pp - 1 - r; };
-    auto f = [&](int phase) { return Key{0, pos(phase), nf[phase]++, 'F'}; };
-    auto b = [&](int phase, bool zb, std::vector<Key>& into) {
-      const Key k{0, pos(phase), nb[phase]++, 'B'};
-      into.push_back(k);
-      Key w = k;
-      w.kind = 'W';
-      if (zb) {
-        wq.push_back(w);
-      } else {
-        into.push_back(w);
-      }
+    int next[2][2] = {{0, 0}, {0, 0}};  // [phase][F, B]
+    auto key = [&](int phase, char kind) {
+      return Key{0, phase == 0 ? r : 2 * pp - 1 - r, next[phase][kind == 'F' ? 0 : 1]++, kind};
     };
-    auto push = [&](std::vector<Key> ks) { o.push_back(Op{std::move(ks)}); };
-    auto weight = [&]() {
-      push({wq.front()});
-      wq.pop_front();
-    };
-    for (int i = 0; i < (pp - r - 1) * 2; ++i) push({f(0)});          // step 1
-    for (int i = 0; i < r + 1; ++i) {                                  // step 2
-      push({f(0)});
-      push({f(1)});
-    }
-    for (int i = 0; i < pp - r - 1; ++i) {                             // step 3
-      std::vector<Key> ks;
-      b(1, true, ks);
-      push(ks);
-      weight();
-      push({f(1)});
-    }
-    for (int i = 0; i < m - 2 * pp + r + 1; ++i) {                     // step 4
-      std::vector<Key> a{f(0)};
-      b(1, false, a);
-      push(a);
-      std::vector<Key> c{f(1)};
-      b(0, false, c);
-      push(c);
-    }
-    for (int i = 0; i < pp - r - 1; ++i) {                             // step 5
-      std::vector<Key> a;
-      b(1, false, a);
-      push(a);
-      std::vector<Key> c{f(1)};
-      b(0, false, c);
-      push(c);
-    }
-    bool zb = false;                                                   // step 6
-    for (int i = 0; i < r + 1; ++i) {
-      if (i == (r + 1) / 2 && r % 2 == 1) zb = true;
-      std::vector<Key> a;
-      b(1, zb, a);
-      push(a);
-      if (i == (r + 1) / 2 && r % 2 == 0) zb = true;
-      std::vector<Key> c;
-      b(0, zb, c);
-      push(c);
-    }
-    for (int i = 0; i < pp - r - 1; ++i) {                             // step 7
-      weight();
-      std::vector<Key> c;
-      b(0, true, c);
-      push(c);
-    }
-    while (!wq.empty()) weight();                                      // step 8
+    orders.push_back(dual_steps(pp - r - 1, r + 1, m - 2 * pp + r + 1, key));
   }
   return orders;
 }
