@@ -94,6 +94,10 @@ struct DeviceSpec {
   GemmKernelSpec gemm_kernel;             ///< kernel-level GEMM model (absent: tables only)
   double kernel_overhead_s = 0;           ///< fixed cost per launched kernel (launch + tail)
   double host_sync_s = 0;                 ///< one host synchronisation (MoE token counts to the host)
+  /// Host time to issue one kernel from an eager framework (Python, dispatcher, launch); a
+  /// layer pass that starts from a host synchronisation takes at least its kernels x this.
+  /// 0 = the host is never the bound.
+  double host_issue_s = 0;
   int comm_units = 0;                     ///< compute units a communication kernel occupies (NCCL, DeepEP)
   double memory_reserve_bytes = 0;        ///< runtime and fragmentation, unavailable to the model
 

@@ -234,6 +234,30 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
       }
       le.ops.push_back(std::move(oe));
     }
+    // A forward that waits at a host synchronisation (dropless MoE token counts) issues the
+    // kernels after it from an empty queue, and the next layer's before its own wait: the
+    // layer takes at least its kernels times the host's issue time (device.host_issue).
+    if (const double issue = plan.hardware.device.host_issue_s; issue > 0) {
+      bool waits = false;
+      int kernels = 0;
+      for (const OpEstimate& o : le.ops) {
+        if (o.phase != "forward") continue;
+        waits = waits || o.kind == "host_sync";
+        kernels += o.kernels;
+      }
+      const double host = kernels * issue;
+      if (waits && host > le.forward_s) {
+        OpEstimate h;
+        h.name = "host_issue";
+        h.phase = "forward";
+        h.kind = "host_sync";
+        h.kernels = 0;
+        h.time_s = host - le.forward_s;
+        h.bound = "host";
+        le.ops.push_back(h);
+        le.forward_s = host;
+      }
+    }
     out.layers.push_back(std::move(le));
   }
   return out;

@@ -11,6 +11,7 @@
 #include "cost/kernels.hpp"
 #include "model/op_graph.hpp"
 #include "paraplan/config.hpp"
+#include "paraplan/estimate.hpp"
 
 using namespace paraplan;
 using cost::GemmPass;
@@ -131,5 +132,42 @@ TEST_SUITE("cost.kernels") {
     model::Op tiny = copy;
     tiny.bytes = 1e3;
     CHECK(std::string(cost::op_time(cm, tiny).bound) == "launch");
+  }
+}
+
+TEST_SUITE("cost.host_issue") {
+  TEST_CASE("a MoE forward that waits at a host sync takes at least its kernels x the issue time") {
+    // deepseek-v3-h800 (a host sync per MoE forward) with a host that needs 1 ms per kernel:
+    // the forward is then exactly (forward kernels) x 1 ms, the difference shown as one op.
+    Plan p = load_plan("deepseek-v3-h800");
+    p.hardware.device.host_issue_s = 1e-3;
+    const ComputeBreakdown b = estimate_compute(p);
+    bool seen_moe = false;
+    for (const LayerEstimate& l : b.layers) {
+      int kernels = 0;
+      bool waits = false, shown = false;
+      for (const OpEstimate& o : l.ops) {
+        if (o.phase != "forward") continue;
+        kernels += o.kernels;
+        waits = waits || (o.kind == "host_sync" && o.name != "host_issue");
+        shown = shown || o.name == "host_issue";
+      }
+      if (l.kind == "moe") {
+        seen_moe = true;
+        CHECK(waits);
+      }
+      if (waits) {  // the MoE layer, and the MTP module's MoE block
+        CHECK(shown);
+        CHECK(l.forward_s == doctest::Approx(kernels * 1e-3));
+      } else {
+        CHECK_FALSE(shown);  // no host sync: the host runs ahead
+      }
+    }
+    CHECK(seen_moe);
+    // The preset's 32 us per kernel does not bind DeepSeek's large MoE kernels.
+    const ComputeBreakdown real = estimate_compute(load_plan("deepseek-v3-h800"));
+    for (const LayerEstimate& l : real.layers) {
+      for (const OpEstimate& o : l.ops) CHECK(o.name != "host_issue");
+    }
   }
 }
