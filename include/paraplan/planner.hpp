@@ -136,6 +136,8 @@ struct SearchResult {
   bool cancelled = false;
   bool from_cache = false;           ///< the planner answered the same question before
   Timeline best_timeline;            ///< the simulated step of best.front() (empty without one)
+  /// When nothing fits: the (at most 20) strategies that came closest, least over capacity first.
+  std::vector<Estimate> closest;
 };
 
 /// Everything known about one strategy: the estimate and the breakdowns behind it.

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -253,6 +254,52 @@ struct RankArgs {
   int top = 0, threads = 0, resimulate = 64;
 };
 
+std::string summary(const paraplan::Strategy& s) {
+  const paraplan::Parallel& p = s.parallel;
+  std::string out = std::to_string(s.nodes) + " nodes TP" + std::to_string(p.tp) + " PP" + std::to_string(p.pp) +
+                    " DP" + std::to_string(p.dp);
+  if (p.ep > 1) out += " EP" + std::to_string(p.ep);
+  if (p.vpp > 1) out += " VPP" + std::to_string(p.vpp);
+  return out + " mb" + std::to_string(s.training.micro_batch);
+}
+
+// The first single change that brings `s` into memory, in the order a user would try them.
+std::string memory_fix(const paraplan::Planner& planner, const paraplan::Strategy& s) {
+  struct Knob {
+    const char* what;
+    std::function<void(paraplan::Strategy&)> apply;
+  };
+  const Knob knobs[] = {
+      {"full recompute", [](paraplan::Strategy& x) { x.training.recompute = paraplan::Recompute{}; x.training.recompute.mode = paraplan::RecomputeMode::Full; }},
+      {"micro-batch 1", [](paraplan::Strategy& x) { x.training.micro_batch = 1; }},
+      {"optimizer offload", [](paraplan::Strategy& x) { x.training.optimizer_offload = true; }},
+      {"ZeRO-3", [](paraplan::Strategy& x) { x.training.zero = 3; }},
+      {"8-bit Adam", [](paraplan::Strategy& x) { x.training.optimizer = paraplan::Optimizer::Adam8bit; }},
+  };
+  // One change at a time, then the changes together in that order.
+  for (const Knob& k : knobs) {
+    paraplan::Strategy t = s;
+    k.apply(t);
+    const paraplan::Estimate e = planner.evaluate(t);
+    if (e.valid && e.feasible) {
+      return std::string("fits with ") + k.what + " (" + paraplan::units::format_size(e.memory_bytes.total) + ", TGS " +
+             std::to_string(static_cast<long long>(e.tokens_per_device_per_s)) + ")";
+    }
+  }
+  paraplan::Strategy t = s;
+  std::string applied;
+  for (const Knob& k : knobs) {
+    k.apply(t);
+    applied += (applied.empty() ? "" : " + ") + std::string(k.what);
+    const paraplan::Estimate e = planner.evaluate(t);
+    if (e.valid && e.feasible) {
+      return "fits with " + applied + " (" + paraplan::units::format_size(e.memory_bytes.total) + ", TGS " +
+             std::to_string(static_cast<long long>(e.tokens_per_device_per_s)) + ")";
+    }
+  }
+  return "does not fit even with " + applied + ": more pipeline stages or nodes";
+}
+
 int cmd_rank(const RankArgs& a) {
   std::vector<std::string> sets = a.sets;
   if (!a.hardware.empty()) sets.push_back("hardware=" + a.hardware);
@@ -332,7 +379,19 @@ int cmd_rank(const RankArgs& a) {
       std::cerr << "paraplan rank: no strategy of the space passes the rules (rejected: " << rules << ")\n";
       return kExitInfeasible;
     }
-    std::cerr << "paraplan rank: no strategy of the space fits (" << r.evaluated << " evaluated)\n";
+    std::cerr << "paraplan rank: no strategy of the space fits (" << r.evaluated << " evaluated)";
+    if (!r.closest.empty()) std::cerr << "; the closest:";
+    std::cerr << "\n";
+    std::vector<std::string> shown;
+    for (const paraplan::Estimate& e : r.closest) {
+      if (std::find(shown.begin(), shown.end(), summary(e.strategy)) != shown.end() || shown.size() >= 5) continue;
+      shown.push_back(summary(e.strategy));
+      const double over = e.memory_bytes.total - e.memory_bytes.capacity;
+      std::cerr << "  " << summary(e.strategy) << ": "
+                << paraplan::units::format_size(e.memory_bytes.total) << " of "
+                << paraplan::units::format_size(e.memory_bytes.capacity) << ", over by "
+                << paraplan::units::format_size(std::max(0.0, over)) << "; " << memory_fix(planner, e.strategy) << "\n";
+    }
     return kExitInfeasible;
   }
   return kExitOk;

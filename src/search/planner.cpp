@@ -570,6 +570,19 @@ SearchResult Planner::search(const SearchSpace& space, const SearchOptions& opti
   return fresh;
 }
 
+namespace {
+
+constexpr std::size_t kClosest = 20;
+
+// Memory over capacity, as a fraction; ties by the strategy order.
+bool over_less(const Estimate& a, const Estimate& b) {
+  const double oa = a.memory_bytes.total / a.memory_bytes.capacity, ob = b.memory_bytes.total / b.memory_bytes.capacity;
+  if (oa != ob) return oa < ob;
+  return better(a, b, Objective::Tgs);
+}
+
+}  // namespace
+
 SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOptions& options) const {
   const auto start = std::chrono::steady_clock::now();
   SearchResult result;
@@ -618,7 +631,7 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
   const auto eval_start = std::chrono::steady_clock::now();
   // Phase 2: every candidate, statically sliced (results do not depend on the slicing).
   struct Local {
-    std::vector<Estimate> best, all;
+    std::vector<Estimate> best, all, closest;
     std::map<int, Estimate> per_nodes;  // best of each node count
     std::vector<Point> points;
     std::size_t feasible = 0, infeasible = 0;
@@ -643,6 +656,14 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
       if (options.keep_all) L.all.push_back(e);
       if (!e.feasible) {
         ++L.infeasible;
+        // The nearest misses (memory over capacity, least first), for when nothing fits.
+        if (e.memory_bytes.capacity > 0) {
+          L.closest.push_back(e);
+          if (L.closest.size() > 2 * kClosest) {
+            std::sort(L.closest.begin(), L.closest.end(), over_less);
+            L.closest.resize(kClosest);
+          }
+        }
       } else {
         ++L.feasible;
         L.points.push_back({e.tokens_per_device_per_s, e.memory_bytes.capacity - e.memory_bytes.total,
@@ -690,6 +711,7 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
     points.insert(points.end(), L.points.begin(), L.points.end());
     result.feasible += L.feasible;
     rejected.by_rule["memory"] += L.infeasible;
+    for (Estimate& e : L.closest) result.closest.push_back(std::move(e));
     for (Estimate& e : L.best) merged.push_back(std::move(e));
     if (options.keep_all) {
       for (Estimate& e : L.all) result.all.push_back(std::move(e));
@@ -722,6 +744,13 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
             [&](const Estimate& a, const Estimate& b) { return better(a, b, options.objective); });
   if (merged.size() > shown) merged.resize(shown);
   result.best = std::move(merged);
+  std::sort(result.closest.begin(), result.closest.end(), over_less);
+  if (result.closest.size() > kClosest) result.closest.resize(kClosest);
+  if (!result.best.empty()) {
+    result.closest.clear();
+  } else {
+    for (Estimate& e : result.closest) e = impl_->evaluate(e.strategy, true);
+  }
   if (!result.best.empty()) result.best_timeline = impl_->timeline(result.best.front().strategy);
   for (const auto& [rule, count] : rejected.by_rule) {
     if (count > 0) result.rejected.push_back({rule, count});

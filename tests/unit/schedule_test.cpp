@@ -223,7 +223,9 @@ TEST_SUITE("schedule.trace") {
 
 TEST_SUITE("cli.exit_codes") {
   int run(const std::string& args) {
-    const std::string cmd = std::string(PARAPLAN_CLI) + " " + args + " > /dev/null 2>&1";
+    // Output to /dev/null unless the arguments redirect stderr themselves.
+    const bool own = args.find("2>") != std::string::npos;
+    const std::string cmd = std::string(PARAPLAN_CLI) + " " + args + (own ? " > /dev/null" : " > /dev/null 2>&1");
     const int rc = std::system(cmd.c_str());
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
   }
@@ -237,5 +239,19 @@ TEST_SUITE("cli.exit_codes") {
     CHECK(run("rank --nodes 4096") == 2);                           // br166-ubbv2 has 1024 nodes
     CHECK(run("rank -o /proc/no/such/dir/report") == 2);            // cannot write the reports
     CHECK(run("calibrate profile calibration/profiles/missing.csv -s br166-ep16-mb2") == 2);
+  }
+
+  TEST_CASE("nothing fits: exit 3 with the closest candidates and the change that makes each fit") {
+    namespace fs = std::filesystem;
+    const fs::path err = fs::temp_directory_path() / "paraplan_closest.txt";
+    // No recompute, no offload, 16 nodes: every DeepSeek-V3 plan on BR166 is over 64 GiB.
+    const std::string args = "rank --nodes 16 --set training.global_batch=4096 --set \"training.recompute=[none]\" "
+                             "--set \"training.optimizer_offload=[false]\" 2> " + err.string();
+    CHECK(run(args) == 3);
+    std::ifstream in(err);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(text.find("the closest") != std::string::npos);
+    CHECK(text.find("over by") != std::string::npos);
+    CHECK(text.find("fits with") != std::string::npos);
   }
 }
