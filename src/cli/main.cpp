@@ -652,7 +652,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   rank->footer(
       "With no arguments: DeepSeek-V3 on br166-ubbv2 at 16, 32 and 64 nodes (strategies/\n"
-      "default.space.yaml). Exit 3 when nothing fits.\n"
+      "default.space.yaml). Exit 3 when nothing fits, naming the closest candidates, how far\n"
+      "over capacity each is and the change that makes it fit.\n"
       "Examples:\n"
       "  paraplan rank\n"
       "  paraplan rank -o reports/default\n"
