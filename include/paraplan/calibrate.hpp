@@ -95,6 +95,28 @@ struct GemmModelCalibration {
     const std::vector<GemmRow>& rows, const GemmKernelSpec& start, int units, Dtype dtype, double peak,
     double roofline_bytes_per_s, double input_bytes, double rate);
 
+/// A device's GEMM peak fraction from its Maximum Achievable Matmul FLOPS (mamf-finder.py,
+/// stas00/ml-engineering): MAMF is the best any shape of the finder's grid reached, so the
+/// kernel model at that fraction must reach the measured figure at its own best shape of the
+/// same grid and exceed it nowhere: fraction = (MAMF / peak) / max over the grid of the
+/// model's shape factor (tiles, waves, split-k, k overhead).
+struct MamfCalibration {
+  double mamf_fraction = 0;  ///< MAMF / peak
+  double best_shape_factor = 0;  ///< the model's shape factor at the best shape
+  double m = 0, n = 0, k = 0;    ///< the best shape under the fitted fraction
+  double peak_fraction = 0;    ///< mamf_fraction / best_shape_factor
+  int shapes = 0;              ///< grid points searched
+};
+
+/// Searches m, n, k in [lo, hi] by `step` (mamf-finder's `--m_range lo hi step`, all three
+/// alike) on `units` compute units; `rate` = the dtype's peak over the BF16 peak. A shape is
+/// also bounded by its HBM roofline: inputs of `input_bytes` per element and a BF16 output
+/// at `roofline_bytes_per_s` against `peak` (0 = no roofline).
+[[nodiscard]] PARAPLAN_EXPORT MamfCalibration calibrate_mamf(const GemmKernelSpec& kernel, int units, double rate,
+                                                             double mamf_fraction, int lo, int hi, int step,
+                                                             double peak = 0, double roofline_bytes_per_s = 0,
+                                                             double input_bytes = 2);
+
 /// DeepEP test output: the best dispatch / combine bandwidths it reports.
 struct DeepEpCalibration {
   double dispatch_rdma = 0, dispatch_nvl = 0, combine_rdma = 0, combine_nvl = 0;  ///< bytes/s, 0 = absent

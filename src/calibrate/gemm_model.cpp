@@ -155,4 +155,67 @@ GemmModelCalibration calibrate_gemm_model(const std::vector<GemmRow>& rows, cons
   return c;
 }
 
+MamfCalibration calibrate_mamf(const GemmKernelSpec& kernel, int units, double rate, double mamf_fraction, int lo,
+                               int hi, int step, double peak, double roofline_bytes_per_s, double input_bytes) {
+  if (!(mamf_fraction > 0 && mamf_fraction <= 1)) {
+    throw ConfigError({Diagnostic{"--mamf", 0, 0, "the MAMF figure must be above 0 and at most the peak"}});
+  }
+  if (step <= 0 || hi < lo || hi <= 0 || static_cast<double>((hi - lo) / step + 1) > 400) {
+    throw ConfigError({Diagnostic{"--range", 0, 0, "the MAMF grid must run from lo to hi > 0 in at most 400 steps"}});
+  }
+  // Per shape: the model's shape factor and its roofline ceiling (FLOP / peak over the time
+  // its inputs and BF16 output take through HBM), as a fraction of the peak.
+  struct Shape {
+    double factor, roof;
+    int m, n, k;
+  };
+  std::vector<Shape> shapes;
+  const int first = std::max(step, lo);  // mamf-finder skips the zero size
+  for (int m = first; m <= hi; m += step) {
+    for (int n = first; n <= hi; n += step) {
+      for (int k = first; k <= hi; k += step) {
+        const double f = cost::gemm_model_efficiency(kernel, 1.0, units, m, n, k, 1, cost::GemmPass::Forward, rate);
+        double roof = 1e300;
+        if (peak > 0 && roofline_bytes_per_s > 0) {
+          const double bytes = input_bytes * (static_cast<double>(m) * k + static_cast<double>(k) * n) +
+                               2.0 * static_cast<double>(m) * n;
+          roof = 2.0 * m * n * k / peak / (bytes / roofline_bytes_per_s);
+        }
+        shapes.push_back({f, roof, m, n, k});
+      }
+    }
+  }
+  // The best shape's efficiency, min(fraction x factor, roof), rises with the fraction:
+  // bisect for the fraction at which it equals the MAMF figure.
+  auto best = [&](double fraction, const Shape** at) {
+    double b = 0;
+    for (const Shape& x : shapes) {
+      const double e = std::min(fraction * x.factor, x.roof);
+      if (e > b) {
+        b = e;
+        if (at != nullptr) *at = &x;
+      }
+    }
+    return b;
+  };
+  double lo_f = 0, hi_f = 4;
+  for (int i = 0; i < 60; ++i) {
+    const double mid = 0.5 * (lo_f + hi_f);
+    (best(mid, nullptr) < mamf_fraction ? lo_f : hi_f) = mid;
+  }
+  MamfCalibration c;
+  c.mamf_fraction = mamf_fraction;
+  c.peak_fraction = 0.5 * (lo_f + hi_f);
+  c.shapes = static_cast<int>(shapes.size());
+  const Shape* at = nullptr;
+  (void)best(c.peak_fraction, &at);
+  if (at != nullptr) {
+    c.best_shape_factor = at->factor;
+    c.m = at->m;
+    c.n = at->n;
+    c.k = at->k;
+  }
+  return c;
+}
+
 }  // namespace paraplan

@@ -421,6 +421,8 @@ struct CalibrateArgs {
   int units = 0;       ///< calibrate gemm --model: compute units of the GPU the sweep ran on
   std::string strategy, map, layer = "moe";  ///< calibrate profile
   std::vector<double> passes;                ///< calibrate profile --passes F,B
+  double mamf_tflops = 0;                    ///< calibrate mamf
+  std::vector<int> range = {256, 20480, 256};  ///< calibrate mamf --range LO,HI,STEP
 };
 
 paraplan::HardwareOverlay overlay_for(const CalibrateArgs& a, const paraplan::HardwareSpec& hw) {
@@ -470,6 +472,42 @@ int cmd_calibrate_collective(const CalibrateArgs& a) {
     o.collectives.push_back({c, f});
   }
   return write_overlay(a, o);
+}
+
+int cmd_calibrate_mamf(const CalibrateArgs& a) {
+  const paraplan::HardwareSpec hw = paraplan::load_hardware(a.hardware);
+  const paraplan::Dtype dtype = a.dtype == "fp8" ? paraplan::Dtype::Fp8 : paraplan::Dtype::Bf16;
+  const double peak = hw.device.peak(dtype);
+  const double bf16 = hw.device.peak(paraplan::Dtype::Bf16);
+  if (peak <= 0 || bf16 <= 0 || !hw.device.gemm_kernel.present() || hw.device.compute_units <= 0) {
+    std::cerr << "paraplan calibrate mamf: " << a.hardware << " needs a " << a.dtype
+              << " peak, `device.gemm_kernel` and `device.compute_units`\n";
+    return kExitBadInput;
+  }
+  if (!(a.mamf_tflops * 1e12 <= peak)) {
+    std::cerr << "paraplan calibrate mamf: " << a.mamf_tflops << " TFLOP/s is above the " << a.dtype << " peak ("
+              << paraplan::units::format_flops(peak) << ")\n";
+    return kExitBadInput;
+  }
+  const paraplan::MamfCalibration c =
+      paraplan::calibrate_mamf(hw.device.gemm_kernel, hw.device.compute_units, peak / bf16, a.mamf_tflops * 1e12 / peak,
+                               a.range[0], a.range[1], a.range[2], peak,
+                               hw.device.memory_bw_bytes_per_s * hw.device.memory_bound_efficiency,
+                               dtype == paraplan::Dtype::Fp8 ? 1.0 : 2.0);
+  if (c.peak_fraction > 1) {
+    std::cerr << "paraplan calibrate mamf: no shape of the grid reaches " << a.mamf_tflops
+              << " TFLOP/s under the kernel model and the HBM roofline; check the figure, the dtype and --range\n";
+    return kExitBadInput;
+  }
+  std::cout << "MAMF " << a.mamf_tflops << " TFLOP/s = " << c.mamf_fraction << " of the " << a.dtype << " peak ("
+            << paraplan::units::format_flops(peak) << ")\n"
+            << "kernel model of " << a.hardware << " on " << hw.device.compute_units << " compute units (HBM roofline at "
+            << paraplan::units::format_rate(hw.device.memory_bw_bytes_per_s * hw.device.memory_bound_efficiency)
+            << "): best shape factor "
+            << c.best_shape_factor << " at " << c.m << " x " << c.n << " x " << c.k << " (" << c.shapes
+            << " shapes, " << a.range[0] << ".." << a.range[1] << " step " << a.range[2] << ")\n"
+            << "device.gemm_kernel.peak_fraction." << a.dtype << ": " << c.peak_fraction << "\n";
+  return kExitOk;
 }
 
 int cmd_calibrate_gemm(const CalibrateArgs& a) {
@@ -679,6 +717,22 @@ int main(int argc, char** argv) {
                      "dgrad / wgrad factors) instead of writing the rows as a table");
   cal_gemm->add_option("--units", cal.units, "--model: compute units (SMs) of the GPU the sweep ran on")
       ->check(CLI::Range(1, 1 << 20));
+  auto* cal_mamf = calibrate->add_subcommand(
+      "mamf", "A Maximum Achievable Matmul FLOPS figure (mamf-finder.py) -> gemm_kernel.peak_fraction");
+  cal_mamf->add_option("tflops", cal.mamf_tflops, "The MAMF figure in TFLOP/s (the best shape's mean)")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  cal_mamf->add_option("--dtype", cal.dtype, "bf16 | fp8")->check(CLI::IsMember({"bf16", "fp8"}))->capture_default_str();
+  cal_mamf->add_option("--range", cal.range, "The finder's --m_range (= n, k ranges): LO,HI,STEP")
+      ->delimiter(',')
+      ->expected(3)
+      ->capture_default_str();
+  cal_mamf->add_option("-H,--hardware", cal.hardware, "Hardware whose gemm_kernel is anchored (name or file)")->required();
+  cal_mamf->footer(
+      "MAMF is the best any shape of the finder's grid reached, so the kernel model must reach it\n"
+      "at its own best shape of that grid (tiles, waves, k overhead, HBM roofline) and exceed it\n"
+      "nowhere. Example (gemm_mamf_bf16_fp8, H100 SXM FP8 through cuBLAS):\n"
+      "  paraplan calibrate mamf 1402.6 --dtype fp8 -H h100-sxm-ib\n");
   auto* cal_deepep = calibrate->add_subcommand("deepep", "DeepEP test output -> dispatch bandwidths (all_to_all)");
   cal_deepep->add_option("file", cal.files, "Output of DeepEP's test_intranode.py / test_internode.py")
       ->required()
@@ -715,6 +769,7 @@ int main(int argc, char** argv) {
       "  paraplan calibrate collective sendrecv.csv --op send_recv -H br166-ubbv2 --tier cluster\n"
       "  paraplan calibrate gemm sweep.csv --dtype bf16 -H h100-sxm-ib --into hardware/my-h100.yaml\n"
       "  paraplan calibrate gemm hardware/calibration/a100-pcie-gemm-simumax.csv --model -H a100-sxm-ib\n"
+      "  paraplan calibrate mamf 1402.6 --dtype fp8 -H h100-sxm-ib\n"
       "  paraplan calibrate deepep test_internode.log -H h800-ib\n"
       "  paraplan calibrate profile br166-ep16-profile.csv -s br166-ep16-profile.strategy.yaml --into hardware/my-br166.yaml\n"
       "  paraplan calibrate profile train.json -s deepseek-v3-h800 --into hardware/my-h800.yaml\n"
@@ -752,6 +807,7 @@ int main(int argc, char** argv) {
     if (validate->parsed()) return cmd_validate(validate_dir);
     if (cal_coll->parsed()) return cmd_calibrate_collective(cal);
     if (cal_gemm->parsed()) return cmd_calibrate_gemm(cal);
+    if (cal_mamf->parsed()) return cmd_calibrate_mamf(cal);
     if (cal_deepep->parsed()) return cmd_calibrate_deepep(cal);
     if (cal_profile->parsed()) return cmd_calibrate_profile(cal);
   } catch (const paraplan::ConfigError& e) {

@@ -219,9 +219,11 @@ TEST_SUITE("calibrate.gemm_model") {
     const HardwareSpec recorded = load_hardware(source("hardware/calibration/a100-pcie-gemm-fit.yaml"));
     CHECK(recorded.device.gemm_kernel.peak_fraction[static_cast<int>(Dtype::Bf16)] == doctest::Approx(pcie).epsilon(0.001));
 
-    // hardware/h800-ib.yaml (and h100-sxm-ib.yaml, the same SMs): tiles, k_overhead and the
-    // FP8 fraction from `paraplan calibrate gemm hardware/calibration/h800-deepgemm-fp8.csv
-    // --model -H h800-ib --dtype fp8` (DeepGEMM's H800 table; k overhead in BF16 elements).
+    // hardware/h800-ib.yaml (and h100-sxm-ib.yaml, the same SMs): tiles and k_overhead from
+    // `paraplan calibrate gemm hardware/calibration/h800-deepgemm-fp8.csv --model -H h800-ib
+    // --dtype fp8` (DeepGEMM's H800 table; k overhead in BF16 elements); h800-ib's FP8
+    // fraction too (DeepSeek's stack runs DeepGEMM), h100-sxm-ib's from the cuBLAS MAMF
+    // figure (below).
     const HardwareSpec h800 = load_hardware("h800-ib");
     const auto fp8 = read_gemm_rows(source("hardware/calibration/h800-deepgemm-fp8.csv"), 1979e12);
     const GemmModelCalibration h = calibrate_gemm_model(fp8, h800.device.gemm_kernel, 132, Dtype::Fp8, 1979e12,
@@ -231,9 +233,9 @@ TEST_SUITE("calibrate.gemm_model") {
       const GemmKernelSpec& k = load_hardware(name).device.gemm_kernel;
       CHECK(k.k_overhead == h.kernel.k_overhead);
       for (std::size_t i = 0; i < k.tiles.size(); ++i) CHECK(k.tiles[i].efficiency == doctest::Approx(h.kernel.tiles[i].efficiency));
-      CHECK(k.peak_fraction[static_cast<int>(Dtype::Fp8)] ==
-            doctest::Approx(h.kernel.peak_fraction[static_cast<int>(Dtype::Fp8)]).epsilon(0.001));
     }
+    CHECK(h800.device.gemm_kernel.peak_fraction[static_cast<int>(Dtype::Fp8)] ==
+          doctest::Approx(h.kernel.peak_fraction[static_cast<int>(Dtype::Fp8)]).epsilon(0.001));
     CHECK(h.mean_error < 0.10);
   }
 }
@@ -361,5 +363,35 @@ TEST_SUITE("calibrate.profile") {
     const std::string none = write_temp("pp_none.csv", "op,phase,time_ms\nfoo,forward,1\n");
     CHECK_THROWS_AS((void)calibrate_profile(read_profile(none), load_profile_map("br166-seed-profile"), seed_plan()),
                     ConfigError);
+  }
+}
+
+TEST_SUITE("calibrate.mamf") {
+  TEST_CASE("the MAMF figure is a maximum: the model reaches it at its best grid shape, by hand") {
+    // gemm_mamf_bf16_fp8: H100 SXM FP8 1402.6 TFLOPS of 1979 (mamf-finder grid 256..20480
+    // step 256). With h100-sxm-ib's tiles (128 x 256 first, speed 1) and k_overhead 248 BF16
+    // elements (x 1979/989 = 496.25 at FP8's rate), the best grid shapes fill one wave
+    // exactly, e.g. m 512, n 8448: 4 x 33 = 132 tiles on 132 SMs, at the largest k, 20480:
+    //   shape factor = 20480 / (20480 + 496.25) = 0.976342
+    //   fraction     = (1402.6 / 1979) / 0.976342 = 0.725915
+    const HardwareSpec h100 = load_hardware("h100-sxm-ib");
+    const MamfCalibration c =
+        calibrate_mamf(h100.device.gemm_kernel, 132, 1979.0 / 989.0, 1402.6 / 1979.0, 256, 20480, 256, 1979e12,
+                       3.35e12 * 0.8, 1.0);
+    const double factor = 20480.0 / (20480.0 + 248.0 * 1979.0 / 989.0);
+    CHECK(c.shapes == 80 * 80 * 80);
+    CHECK(c.best_shape_factor == doctest::Approx(factor).epsilon(1e-9));
+    CHECK(c.k == 20480);
+    CHECK(c.peak_fraction == doctest::Approx(1402.6 / 1979.0 / factor).epsilon(1e-6));
+    // The preset carries it (4 digits).
+    CHECK(h100.device.gemm_kernel.peak_fraction[static_cast<int>(Dtype::Fp8)] ==
+          doctest::Approx(c.peak_fraction).epsilon(2e-4));
+    // A roofline that binds everywhere leaves no fraction that reaches the figure: the
+    // bisection runs to its ceiling (4), a fraction the caller can see is not physical.
+    const MamfCalibration starved = calibrate_mamf(h100.device.gemm_kernel, 132, 2.0, 0.709, 256, 1024, 256,
+                                                   1979e12, 1e9, 1.0);
+    CHECK(starved.peak_fraction > 3.9);
+    CHECK_THROWS_AS((void)calibrate_mamf(h100.device.gemm_kernel, 132, 2.0, 1.5, 256, 20480, 256), ConfigError);
+    CHECK_THROWS_AS((void)calibrate_mamf(h100.device.gemm_kernel, 132, 2.0, 0.7, 256, 200000, 1), ConfigError);
   }
 }
