@@ -9,6 +9,7 @@
 #include "paraplan/export.hpp"
 #include "paraplan/estimate.hpp"
 #include "paraplan/spec.hpp"
+#include "paraplan/validate.hpp"
 
 namespace paraplan {
 
@@ -221,6 +222,34 @@ struct ProfileFit {
 [[nodiscard]] PARAPLAN_EXPORT std::string profile_overlay_yaml(const ProfileFit& fit, const std::string& base,
                                                                const std::string& name, const std::string& command,
                                                                const std::string& date);
+
+/// `paraplan calibrate runs`: global knobs (time multipliers, at most one per mechanism:
+/// gemm, attention, memory, communication, host) fitted to measured runs by least squares
+/// on log(predicted / measured), each within [1/4, 4]; every run is also predicted by a fit
+/// to the others (leave-one-out). At most one knob per three runs; all runs on one hardware.
+struct RunsFit {
+  std::string hardware;             ///< the hardware every run names
+  std::vector<std::string> knobs;
+  std::vector<double> values;       ///< fitted multipliers, in `knobs` order
+  struct Row {
+    std::string name, metric;
+    double measured = 0, before = 0, after = 0, loo = 0;  ///< model, fitted, left-out fit
+  };
+  std::vector<Row> rows;
+  double mean_before_pct = 0, mean_after_pct = 0, mean_loo_pct = 0;  ///< mean |error|
+};
+[[nodiscard]] PARAPLAN_EXPORT std::vector<std::string> run_knob_names();
+/// Throws ConfigError (file `--knobs` or the case file) for an unknown or repeated knob, more
+/// knobs than runs / 3, or runs on different hardware.
+[[nodiscard]] PARAPLAN_EXPORT RunsFit calibrate_runs(const std::vector<ValidationCase>& cases,
+                                                     const std::vector<std::string>& knobs);
+/// Knobs, then per run measured / model / fitted / left-out with errors, then the means.
+[[nodiscard]] PARAPLAN_EXPORT std::string runs_fit_text(const RunsFit& fit);
+/// The overlay (`extends: base`): the knobs folded into `calibration:` (and `device:` host
+/// times for `host`), the runs it was fitted to and the errors in comments.
+[[nodiscard]] PARAPLAN_EXPORT std::string runs_overlay_yaml(const RunsFit& fit, const HardwareSpec& base_hw,
+                                                            const std::string& base, const std::string& name,
+                                                            const std::string& command, const std::string& date);
 
 /// What `paraplan calibrate ... --into FILE` writes: a hardware file that extends `base` and
 /// overrides only the calibrated fields (tiers merge by name), each with its source and date

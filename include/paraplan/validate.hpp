@@ -76,7 +76,8 @@ struct ValidationReport {
   int failed = 0;                            ///< cases over their bound
 };
 
-/// Every `*.yaml` case in `dir` (sorted by file name); throws ConfigError with all problems.
+/// Every `*.yaml` case in `dir` (sorted by file name), or the one case file `dir` names;
+/// throws ConfigError with all problems.
 [[nodiscard]] PARAPLAN_EXPORT std::vector<ValidationCase> load_cases(const std::string& dir);
 
 /// Predicts one case.

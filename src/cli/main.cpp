@@ -422,6 +422,7 @@ struct CalibrateArgs {
   std::string strategy, map, layer = "moe";  ///< calibrate profile
   std::vector<double> passes;                ///< calibrate profile --passes F,B
   double mamf_tflops = 0;                    ///< calibrate mamf
+  std::vector<std::string> knobs;            ///< calibrate runs
   std::vector<int> range = {256, 20480, 256};  ///< calibrate mamf --range LO,HI,STEP
 };
 
@@ -567,6 +568,33 @@ int cmd_calibrate_deepep(const CalibrateArgs& a) {
             << paraplan::units::format_rate(d.combine_rdma) << " RDMA, " << paraplan::units::format_rate(d.combine_nvl)
             << " NVLink\n";
   return write_overlay(a, o);
+}
+
+int cmd_calibrate_runs(const CalibrateArgs& a) {
+  std::vector<paraplan::ValidationCase> cases;
+  for (const std::string& f : a.files) {
+    for (paraplan::ValidationCase& c : paraplan::load_cases(f)) cases.push_back(std::move(c));
+  }
+  std::cerr << "calibrate runs: fitting " << a.knobs.size() << " knob(s) to " << cases.size()
+            << " runs, then each run left out once...\n";
+  const paraplan::RunsFit fit = paraplan::calibrate_runs(cases, a.knobs);
+  std::cout << paraplan::runs_fit_text(fit);
+  std::string cmd = "paraplan calibrate runs";
+  for (const std::string& f : a.files) cmd += " " + f;
+  cmd += " --knobs ";
+  for (std::size_t i = 0; i < a.knobs.size(); ++i) cmd += (i ? "," : "") + a.knobs[i];
+  const std::string base = fit.hardware;
+  const std::string name = !a.name.empty() ? a.name : a.into.empty() ? base + "-runs" : stem(a.into);
+  const std::string yaml =
+      paraplan::runs_overlay_yaml(fit, cases.front().plan.hardware, base, name, cmd, today());
+  if (a.into.empty()) {
+    std::cout << "\n" << yaml;
+    return kExitOk;
+  }
+  (void)paraplan::parse_hardware(yaml, a.into, std::filesystem::path(a.into).parent_path().string());
+  if (!write_text(a.into, yaml, "calibrate")) return kExitBadInput;
+  std::cout << "\nwrote " << a.into << " (extends " << base << "; `paraplan check " << a.into << "`)\n";
+  return kExitOk;
 }
 
 int cmd_calibrate_profile(const CalibrateArgs& a) {
@@ -733,6 +761,24 @@ int main(int argc, char** argv) {
       "at its own best shape of that grid (tiles, waves, k overhead, HBM roofline) and exceed it\n"
       "nowhere. Example (gemm_mamf_bf16_fp8, H100 SXM FP8 through cuBLAS):\n"
       "  paraplan calibrate mamf 1402.6 --dtype fp8 -H h100-sxm-ib\n");
+  auto* cal_runs = calibrate->add_subcommand(
+      "runs", "Measured end-to-end runs (validation case files) -> a few global knobs, with leave-one-out error");
+  cal_runs->add_option("cases", cal.files, "Case files or folders of them (validation/ schema, docs/validation.md)")
+      ->required();
+  cal_runs->add_option("--knobs", cal.knobs, "Comma-separated, at most one per 3 runs: gemm, attention, memory,\n"
+                                             "communication, host")
+      ->delimiter(',')
+      ->required();
+  cal_runs->add_option("--into", cal.into, "Write a hardware file that extends the runs' hardware with the knobs");
+  cal_runs->add_option("--name", cal.name, "Name of the written hardware (default: the file's stem)");
+  cal_runs->footer(
+      "Each knob multiplies one mechanism's time in the model (gemm: GEMM and grouped-GEMM kernels;\n"
+      "attention; memory: memory-bound kernels; communication: every tier's transfers; host: launch\n"
+      "and host issue time). The fit minimises the squared log error over the runs; each run is also\n"
+      "predicted by a fit to the others, and that leave-one-out error is the one to quote.\n"
+      "Example:\n"
+      "  paraplan calibrate runs validation/nemo2407-llama2-7b.yaml validation/nemo2407-llama2-13b.yaml \\\n"
+      "      validation/nemo2407-llama2-70b.yaml --knobs gemm\n");
   auto* cal_deepep = calibrate->add_subcommand("deepep", "DeepEP test output -> dispatch bandwidths (all_to_all)");
   cal_deepep->add_option("file", cal.files, "Output of DeepEP's test_intranode.py / test_internode.py")
       ->required()
@@ -771,6 +817,8 @@ int main(int argc, char** argv) {
       "  paraplan calibrate gemm hardware/calibration/a100-pcie-gemm-simumax.csv --model -H a100-sxm-ib\n"
       "  paraplan calibrate mamf 1402.6 --dtype fp8 -H h100-sxm-ib\n"
       "  paraplan calibrate deepep test_internode.log -H h800-ib\n"
+      "  paraplan calibrate runs validation/nemo2407-llama2-7b.yaml validation/nemo2407-llama2-13b.yaml \\\n"
+      "      validation/nemo2407-llama2-70b.yaml --knobs gemm\n"
       "  paraplan calibrate profile br166-ep16-profile.csv -s br166-ep16-profile.strategy.yaml --into hardware/my-br166.yaml\n"
       "  paraplan calibrate profile train.json -s deepseek-v3-h800 --into hardware/my-h800.yaml\n"
       "GEMM sweep on your GPU: python3 bench/gpu/gemm.py > sweep.csv (bench/gpu/README.md lists the rest)\n");
@@ -808,6 +856,7 @@ int main(int argc, char** argv) {
     if (cal_coll->parsed()) return cmd_calibrate_collective(cal);
     if (cal_gemm->parsed()) return cmd_calibrate_gemm(cal);
     if (cal_mamf->parsed()) return cmd_calibrate_mamf(cal);
+    if (cal_runs->parsed()) return cmd_calibrate_runs(cal);
     if (cal_deepep->parsed()) return cmd_calibrate_deepep(cal);
     if (cal_profile->parsed()) return cmd_calibrate_profile(cal);
   } catch (const paraplan::ConfigError& e) {

@@ -684,14 +684,18 @@ std::vector<ValidationCase> load_cases(const std::string& dir) {
   config::Diags diags;
   std::vector<ValidationCase> out;
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
+  std::vector<fs::path> files;
+  if (fs::is_regular_file(dir, ec)) {
+    files.push_back(dir);  // one case file
+  } else if (!fs::is_directory(dir, ec)) {
     diags.error(std::make_shared<config::Source>(config::Source{dir, "", false, dir}),
-                "not a folder of validation cases");
+                "not a validation case file or a folder of them");
     diags.throw_if_any();
   }
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (e.path().extension() == ".yaml" || e.path().extension() == ".yml") files.push_back(e.path());
+  if (files.empty()) {
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      if (e.path().extension() == ".yaml" || e.path().extension() == ".yml") files.push_back(e.path());
+    }
   }
   std::sort(files.begin(), files.end());
   if (files.empty()) {

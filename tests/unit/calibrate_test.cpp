@@ -395,3 +395,57 @@ TEST_SUITE("calibrate.mamf") {
     CHECK_THROWS_AS((void)calibrate_mamf(h100.device.gemm_kernel, 132, 2.0, 0.7, 256, 200000, 1), ConfigError);
   }
 }
+
+TEST_SUITE("calibrate.runs") {
+  std::string source(const char* rel) { return (fs::path(PARAPLAN_SOURCE_DIR) / rel).string(); }
+
+  TEST_CASE("one knob over runs of one shape: the fit meets the geometric mean, left-out runs the others'") {
+    // The NVIDIA maintainers' H100 1 GiB all-reduce (validation/nccl-allreduce-h100-node-
+    // 1024mib.yaml: 4029 us) taken three times with its measurement scaled by 0.9, 1.0 and 1.2.
+    // With one knob and identical runs, least squares on log(predicted / measured) puts the
+    // fitted prediction at the geometric mean of the measurements, whatever the model's shape:
+    //   4029 x (0.9 x 1.0 x 1.2)^(1/3) = 4029 x 1.02599 = 4133.7 us,
+    // and a run left out at the geometric mean of the other two, e.g. the first:
+    //   4029 x sqrt(1.0 x 1.2) = 4413.5 us.
+    const std::vector<ValidationCase> one = load_cases(source("validation/nccl-allreduce-h100-node-1024mib.yaml"));
+    REQUIRE(one.size() == 1);
+    std::vector<ValidationCase> cases;
+    for (double s : {0.9, 1.0, 1.2}) {
+      ValidationCase c = one.front();
+      c.measured = 4029 * s;
+      cases.push_back(c);
+    }
+    const RunsFit fit = calibrate_runs(cases, {"communication"});
+    REQUIRE(fit.rows.size() == 3);
+    for (const RunsFit::Row& r : fit.rows) CHECK(r.after == doctest::Approx(4029 * std::cbrt(0.9 * 1.0 * 1.2)).epsilon(1e-4));
+    CHECK(fit.rows[0].loo == doctest::Approx(4029 * std::sqrt(1.0 * 1.2)).epsilon(1e-4));
+    CHECK(fit.rows[2].loo == doctest::Approx(4029 * std::sqrt(0.9 * 1.0)).epsilon(1e-4));
+    CHECK(fit.values[0] > 1.0);  // the model is within 0.1% of 4029 us, the runs' mean is above it
+    CHECK(fit.mean_loo_pct > fit.mean_after_pct);
+
+    // The overlay it writes loads and, as the runs' hardware, reproduces the fitted figure.
+    const std::string yaml = runs_overlay_yaml(fit, cases.front().plan.hardware, "h100-sxm-ib", "h100-runs",
+                                               "paraplan calibrate runs (test)", "2026-11-24");
+    ValidationCase c = cases.front();
+    c.plan.hardware = parse_hardware(yaml, "h100-runs.yaml");
+    CHECK(run_case(c).predicted == doctest::Approx(fit.rows[0].after).epsilon(1e-5));
+  }
+
+  TEST_CASE("refused: more knobs than runs / 3, unknown or repeated knobs, runs on different hardware") {
+    const std::vector<ValidationCase> h100 = load_cases(source("validation/nccl-allreduce-h100-node-1024mib.yaml"));
+    const std::vector<ValidationCase> a100 = load_cases(source("validation/nccl-allreduce-a100-2node.yaml"));
+    std::vector<ValidationCase> three = {h100[0], h100[0], h100[0]};
+    CHECK_THROWS_AS((void)calibrate_runs(three, {"gemm", "host"}), ConfigError);  // 3 runs: 1 knob
+    CHECK_THROWS_AS((void)calibrate_runs(three, {"flops"}), ConfigError);
+    CHECK_THROWS_AS((void)calibrate_runs(three, {}), ConfigError);
+    std::vector<ValidationCase> six = {h100[0], h100[0], h100[0], h100[0], h100[0], h100[0]};
+    CHECK_THROWS_AS((void)calibrate_runs(six, {"gemm", "gemm"}), ConfigError);
+    std::vector<ValidationCase> mixed = {h100[0], h100[0], a100[0]};
+    try {
+      (void)calibrate_runs(mixed, {"communication"});
+      FAIL("mixed hardware accepted");
+    } catch (const ConfigError& e) {
+      CHECK(std::string(e.what()).find("one fit calibrates one hardware file") != std::string::npos);
+    }
+  }
+}
