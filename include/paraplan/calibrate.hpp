@@ -224,7 +224,8 @@ struct ProfileFit {
                                                                const std::string& date);
 
 /// `paraplan calibrate runs`: global knobs (time multipliers, at most one per mechanism:
-/// gemm, attention, memory, communication, host) fitted to measured runs by least squares
+/// gemm, fp8_gemm, attention, memory, communication,
+/// host) fitted to measured runs by least squares
 /// on log(predicted / measured), each within [1/4, 4]; every run is also predicted by a fit
 /// to the others (leave-one-out). At most one knob per three runs; all runs on one hardware.
 struct RunsFit {

@@ -195,12 +195,16 @@ inline constexpr const char* kOpClassNames[kOpClassCount] = {
 struct CalibrationSpec {
   std::string source;  ///< the command and the profile it came from
   std::array<std::array<double, 2>, kOpClassCount> compute = ones();
+  /// Time multiplier of FP8 GEMM and grouped-GEMM kernels on top of `compute` (the achieved
+  /// FP8 GEMM fraction, fitted by `calibrate runs --knobs fp8_gemm`); 1 = none.
+  double fp8_gemm = 1;
   static std::array<std::array<double, 2>, kOpClassCount> ones() {
     std::array<std::array<double, 2>, kOpClassCount> a{};
     for (auto& c : a) c = {1, 1};
     return a;
   }
   [[nodiscard]] bool empty() const {
+    if (fp8_gemm != 1) return false;
     for (const auto& c : compute) {
       if (c[0] != 1 || c[1] != 1) return false;
     }

@@ -19,6 +19,7 @@ struct KnobSpec {
 };
 constexpr KnobSpec kKnobs[] = {
     {"gemm", "GEMM and grouped-GEMM kernel time (1 / the achieved GEMM fraction)"},
+    {"fp8_gemm", "FP8 GEMM and grouped-GEMM kernel time (1 / the achieved FP8 GEMM fraction)"},
     {"attention", "attention kernel time"},
     {"memory", "memory-bound kernel time (norms, elementwise, casts, permutes, copies)"},
     {"communication", "collective and dispatch transfer time on every tier"},
@@ -36,6 +37,8 @@ void apply(HardwareSpec& hw, const std::string& knob, double x) {
   auto& c = hw.calibration.compute;
   if (knob == "gemm") {
     for (int cls : {0, 1}) c[static_cast<std::size_t>(cls)] = {c[static_cast<std::size_t>(cls)][0] * x, c[static_cast<std::size_t>(cls)][1] * x};
+  } else if (knob == "fp8_gemm") {
+    hw.calibration.fp8_gemm *= x;
   } else if (knob == "attention") {
     c[2] = {c[2][0] * x, c[2][1] * x};
   } else if (knob == "memory") {
@@ -124,11 +127,11 @@ std::vector<std::string> run_knob_names() {
 
 RunsFit calibrate_runs(const std::vector<ValidationCase>& cases, const std::vector<std::string>& knobs) {
   std::vector<Diagnostic> errors;
-  if (knobs.empty()) errors.push_back({"--knobs", 0, 0, "no knob to fit; choose among gemm, attention, memory, communication, host"});
+  if (knobs.empty()) errors.push_back({"--knobs", 0, 0, "no knob to fit; choose among gemm, fp8_gemm, attention, memory, communication, host"});
   for (std::size_t i = 0; i < knobs.size(); ++i) {
     if (find_knob(knobs[i]) == nullptr) {
       errors.push_back({"--knobs", 0, 0,
-                        "unknown knob `" + knobs[i] + "`; the knobs are gemm, attention, memory, communication, host"});
+                        "unknown knob `" + knobs[i] + "`; the knobs are gemm, fp8_gemm, attention, memory, communication, host"});
     }
     for (std::size_t j = 0; j < i; ++j) {
       if (knobs[j] == knobs[i]) errors.push_back({"--knobs", 0, 0, "knob `" + knobs[i] + "` given twice: one knob per mechanism"});
@@ -227,7 +230,9 @@ std::string runs_overlay_yaml(const RunsFit& fit, const HardwareSpec& base_hw, c
     y << "  host_sync: " << fmt("%.4g", hw.device.host_sync_s * 1e6) << " us\n";
     y << "  host_issue: " << fmt("%.4g", hw.device.host_issue_s * 1e6) << " us\n";
   }
-  y << "calibration:\n  source: \"" << command << " (" << date << ")\"\n  compute:\n";
+  y << "calibration:\n  source: \"" << command << " (" << date << ")\"\n";
+  if (hw.calibration.fp8_gemm != 1) y << "  fp8_gemm: " << fmt("%.6g", hw.calibration.fp8_gemm) << "\n";
+  y << "  compute:\n";
   for (int c = 0; c < kOpClassCount; ++c) {
     const auto& v = hw.calibration.compute[static_cast<std::size_t>(c)];
     y << "    " << kOpClassNames[c] << ": {forward: " << fmt("%.6g", v[0]) << ", backward: " << fmt("%.6g", v[1]) << "}\n";

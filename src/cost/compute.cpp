@@ -53,6 +53,7 @@ ComputeModel make_compute_model(const HardwareSpec& hw, Precision precision,
   cm.units = d.compute_units;
   cm.dies = std::max(1, d.dies);
   cm.calibration = hw.calibration.compute;
+  cm.fp8_gemm = fp8 ? hw.calibration.fp8_gemm : 1.0;
   const int die_units = cm.units / cm.dies;
   if (d.gemm_kernel.present()) {
     const GemmKernelSpec& g = d.gemm_kernel;
@@ -176,7 +177,8 @@ OpTime op_time(const ComputeModel& cm, const model::Op& op) {
   if (cls >= 0) {
     // Recomputed forwards run the forward kernels.
     const bool backward = op.phase == model::Phase::InputGrad || op.phase == model::Phase::WeightGrad;
-    const double f = cm.calibration[static_cast<std::size_t>(cls)][backward ? 1 : 0];
+    double f = cm.calibration[static_cast<std::size_t>(cls)][backward ? 1 : 0];
+    if (op.low_precision && (op.kind == model::OpKind::Gemm || op.kind == model::OpKind::GroupedGemm)) f *= cm.fp8_gemm;
     if (f != 1) {
       t.time_s *= f;
       t.achieved /= f;

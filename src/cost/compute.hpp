@@ -39,6 +39,7 @@ struct ComputeModel {
   int dies = 1;
   /// Time multipliers by op class and pass fitted by `calibrate profile` (1 = none).
   std::array<std::array<double, 2>, kOpClassCount> calibration = CalibrationSpec::ones();
+  double fp8_gemm = 1;  ///< calibration.fp8_gemm where FP8 GEMMs are in effect
 };
 
 /// Builds the model. Without a kernel model, tables missing for a dtype fall back in this

@@ -449,3 +449,30 @@ TEST_SUITE("calibrate.runs") {
     }
   }
 }
+
+TEST_SUITE("calibrate.runs") {
+  TEST_CASE("recorded fit: h100-sxm-ib's fp8_gemm is the optimum of its runs (re-fitting gives x 1)") {
+    // hardware/h100-sxm-ib.yaml carries calibration.fp8_gemm from `paraplan calibrate runs
+    // validation/nemo2407-*.yaml --knobs fp8_gemm` against the file without it. Against the
+    // file with it, the same fit must find nothing left to move: x = 1 (a changed model or
+    // case makes this fail until the command is re-run and its figure recorded).
+    std::vector<ValidationCase> nemo;
+    for (const auto& e : fs::directory_iterator(fs::path(PARAPLAN_SOURCE_DIR) / "validation")) {
+      if (e.path().filename().string().rfind("nemo2407-", 0) == 0) {
+        for (ValidationCase& c : load_cases(e.path().string())) nemo.push_back(std::move(c));
+      }
+    }
+    REQUIRE(nemo.size() == 12);
+    for (const ValidationCase& c : nemo) CHECK(c.calibration);  // declared fitted
+    const RunsFit fit = calibrate_runs(nemo, {"fp8_gemm"});
+    CHECK(fit.values[0] == doctest::Approx(1.0).epsilon(2e-3));
+    CHECK(fit.mean_loo_pct < 6.0);
+    // The knob touches FP8 GEMMs only: a BF16 run on the same file is unchanged by it.
+    const HardwareSpec h100 = load_hardware("h100-sxm-ib");
+    CHECK(h100.calibration.fp8_gemm == doctest::Approx(1.3346));
+    ValidationCase bf16 = load_cases((fs::path(PARAPLAN_SOURCE_DIR) / "validation/zoo-qwen3-235b-deepep-ep8-fsdp.yaml").string()).front();
+    const double with = run_case(bf16).predicted;
+    bf16.plan.hardware.calibration.fp8_gemm = 1;
+    CHECK(run_case(bf16).predicted == with);
+  }
+}
