@@ -22,6 +22,7 @@ enum class Metric {
   LayerBackwardMs,      ///< layer_backward_ms (with recompute)
   CollectiveUs,         ///< collective_time_us: one collective call, microseconds
   RdmaBandwidth,        ///< rdma_bandwidth_gbps: DeepEP-style dispatch, RDMA bytes / time, GB/s
+  MemoryGib,            ///< memory_per_device_gib: the worst stage's memory per device (PyTorch max reserved), GiB
 };
 
 /// A collective micro-benchmark (nccl-tests style).
@@ -36,7 +37,7 @@ struct CollectiveCase {
 struct ValidationCase {
   std::string name;
   std::string file;
-  std::string category;     ///< dense | moe | micro
+  std::string category;     ///< dense | moe | micro | memory
   std::string source;       ///< paper and table, or repository and file
   std::vector<std::string> assumptions;  ///< what the source does not state and the case assumes
   bool calibration = false; ///< the hardware file takes a number from this same measurement

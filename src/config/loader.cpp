@@ -586,7 +586,8 @@ const EnumNames<Metric> kMetricNames{{"step_time_s", Metric::StepTime},
                                      {"layer_forward_ms", Metric::LayerForwardMs},
                                      {"layer_backward_ms", Metric::LayerBackwardMs},
                                      {"collective_time_us", Metric::CollectiveUs},
-                                     {"rdma_bandwidth_gbps", Metric::RdmaBandwidth}};
+                                     {"rdma_bandwidth_gbps", Metric::RdmaBandwidth},
+                                     {"memory_per_device_gib", Metric::MemoryGib}};
 
 
 ValidationCase read_case(const Node& root, const std::shared_ptr<const Source>& source, Diags& diags) {
@@ -595,7 +596,7 @@ ValidationCase read_case(const Node& root, const std::shared_ptr<const Source>& 
   MapReader r(&root, diags, "");
   if (r.node() == nullptr) return c;
   if (auto v = r.text("name", Need::Required)) c.name = *v;
-  if (auto v = r.enumeration("category", EnumNames<std::string>{{"dense", "dense"}, {"moe", "moe"}, {"micro", "micro"}},
+  if (auto v = r.enumeration("category", EnumNames<std::string>{{"dense", "dense"}, {"moe", "moe"}, {"micro", "micro"}, {"memory", "memory"}},
                              Need::Required)) {
     c.category = *v;
   }
