@@ -35,6 +35,25 @@ std::string layout(const Strategy& s) {
 
 std::string recompute_short(const Recompute& r) { return config::recompute_spelling(r); }
 
+// The rank table's column: a module list joined by '+', the longest names shortened, so the
+// column keeps its width ("[layernorm, mla_up_proj, moe_act]" -> "norm+mla_up+moe_act").
+std::string recompute_column(const Recompute& r) {
+  std::string s = config::recompute_spelling(r);
+  if (r.mode != RecomputeMode::Modules) return s;
+  std::string out;
+  for (char c : s) {
+    if (c == '[' || c == ']' || c == ' ') continue;
+    out += c == ',' ? '+' : c;
+  }
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"layernorm", "norm"}, {"mla_up_proj", "mla_up"},
+                                 {"shared_experts", "shared"}, {"core_attn", "attn"}}) {
+    for (std::size_t at = out.find(from); at != std::string::npos; at = out.find(from, at + to.size())) {
+      out.replace(at, from.size(), to);
+    }
+  }
+  return out.size() > 25 ? out.substr(0, 24) + "~" : out;
+}
+
 std::string training_short(const Strategy& s) {
   std::string out = std::string(config::spelling(config::kOptimizerNames, s.training.optimizer));
   out += " Z" + std::to_string(s.training.zero);
@@ -199,7 +218,7 @@ std::string rank_table(const SearchResult& r, std::size_t rows) {
     const Estimate& e = r.best[i];
     const Strategy& s = e.strategy;
     out += pad(std::to_string(i + 1), 4) + pad(std::to_string(s.nodes), 6, true) + "  " + pad(layout(s), 33) +
-           pad(std::to_string(s.training.micro_batch), 4, true) + "  " + pad(recompute_short(s.training.recompute), 26) +
+           pad(std::to_string(s.training.micro_batch), 4, true) + "  " + pad(recompute_column(s.training.recompute), 26) +
            pad(s.parallel.ep > 1 ? dispatch_name(s.moe.dispatch) : "-", 20) + pad(schedule_name(s.schedule), 12) +
            pad(training_short(s), 22) + pad(fmt("%.2f s", e.step_time_s), 10, true) +
            pad(fmt("%.0f", e.tokens_per_device_per_s), 9, true) + pad(fmt("%.1f%%", 100 * e.mfu), 7, true) +

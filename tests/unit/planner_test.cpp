@@ -220,3 +220,32 @@ TEST_SUITE("search.planner") {
     }
   }
 }
+
+TEST_SUITE("planner.spaces") {
+  TEST_CASE("every shipped space searches to feasible plans; DeepSeek-V3's own layout is among them") {
+    for (const char* name : {"default", "deepseek-v3-h800", "llama3-70b-h100", "gpt3-175b-a100", "mixtral-h100"}) {
+      CAPTURE(name);
+      SpacePlan space = load_space(name);
+      Planner planner(space.hardware, space.model);
+      SearchOptions o;
+      o.keep_all = std::string(name) == "deepseek-v3-h800";
+      const SearchResult r = planner.search(space.space, o);
+      CHECK(r.feasible > 0);
+      CHECK_FALSE(r.best.empty());
+      if (!o.keep_all) continue;
+      // DeepSeek-V3 report sec. 3.2-3.3: 2048 H800 (256 nodes), TP1 PP16 EP64 DualPipe, micro
+      // batch 1, recompute of RMSNorm and the MLA up-projections, FP8, BF16 moments.
+      bool found = false;
+      for (const Estimate& e : r.all) {
+        const Strategy& s = e.strategy;
+        if (s.nodes == 256 && s.parallel.tp == 1 && s.parallel.pp == 16 && s.parallel.ep == 64 &&
+            s.schedule == Schedule::DualPipe && s.training.micro_batch == 1 &&
+            s.training.recompute.mode == RecomputeMode::Modules && s.training.optimizer == Optimizer::AdamBf16 &&
+            s.moe.dispatch == Dispatch::DeepEp) {
+          found = found || e.feasible;
+        }
+      }
+      CHECK(found);
+    }
+  }
+}
