@@ -223,12 +223,12 @@ TEST_SUITE("search.planner") {
 
 TEST_SUITE("planner.spaces") {
   TEST_CASE("every shipped space searches to feasible plans; DeepSeek-V3's own layout is among them") {
-    for (const char* name : {"default", "deepseek-v3-h800", "llama3-70b-h100", "gpt3-175b-a100", "mixtral-h100"}) {
+    for (const char* name : {"default", "deepseek-v3-h800-cluster", "llama3-70b-h100", "gpt3-175b-a100", "mixtral-h100"}) {
       CAPTURE(name);
       SpacePlan space = load_space(name);
       Planner planner(space.hardware, space.model);
       SearchOptions o;
-      o.keep_all = std::string(name) == "deepseek-v3-h800";
+      o.keep_all = std::string(name) == "deepseek-v3-h800-cluster";
       const SearchResult r = planner.search(space.space, o);
       CHECK(r.feasible > 0);
       CHECK_FALSE(r.best.empty());
