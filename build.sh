@@ -12,7 +12,7 @@ what=${1:-run}
 case "$what" in run|test|asan) ;; *) echo "usage: ./build.sh run|test|asan" >&2; exit 2 ;; esac
 
 # Debian packages the build needs; only the missing ones are installed.
-packages=(cmake make g++ libeigen3-dev libcli11-dev libyaml-cpp-dev libboost-math-dev doctest-dev)
+packages=(cmake make g++ pkgconf libeigen3-dev libcli11-dev libyaml-cpp-dev libboost-math-dev doctest-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -26,6 +26,20 @@ if ((${#missing[@]})); then
 fi
 
 jobs=$(nproc 2>/dev/null || echo 2)
+
+# A consumer without CMake: compile the library example with `pkg-config --cflags --libs
+# paraplan` against an install prefix, then run it ($3 = --static for the static library).
+consumer_pkg_config() {
+  local prefix=$1 out=$2 static=${3:-}
+  local pcdir
+  pcdir=$(dirname "$(find "$prefix" -name paraplan.pc | head -n 1)")
+  mkdir -p "$out"
+  # shellcheck disable=SC2046
+  g++ -std=c++20 -o "$out/example" examples/library/example.cpp \
+    $(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs $static paraplan)
+  LD_LIBRARY_PATH="$prefix/lib:$prefix/lib64" "$out/example" >/dev/null
+  echo "consumer: pkg-config ${static:+(static) }build and run passed"
+}
 if [ "$what" = asan ]; then
   dir=build-asan
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARAPLAN_SANITIZE=ON >/dev/null
@@ -55,5 +69,20 @@ case "$what" in
     "./$dir/consumer/consumer_cpp"
     "./$dir/consumer/consumer_c" >/dev/null
     echo "consumer: find_package(paraplan) build and run passed"
+    consumer_pkg_config "$prefix" "$dir/consumer-pc" --static
+    # The shared library: built, tested, installed and used the same two ways.
+    shared=build-shared
+    cmake -S . -B "$shared" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
+      -DPARAPLAN_BUILD_BENCH=OFF -DPARAPLAN_BUILD_EXAMPLES=OFF >/dev/null
+    cmake --build "$shared" -j "$jobs"
+    ctest --test-dir "$shared" --output-on-failure
+    sprefix="$PWD/$shared/install-test"
+    rm -rf "$sprefix"
+    cmake --install "$shared" --prefix "$sprefix" >/dev/null
+    cmake -S tests/consumer -B "$shared/consumer" -DCMAKE_PREFIX_PATH="$sprefix" >/dev/null
+    cmake --build "$shared/consumer" -j "$jobs"
+    LD_LIBRARY_PATH="$sprefix/lib:$sprefix/lib64" "./$shared/consumer/consumer_cpp" >/dev/null
+    echo "consumer: find_package(paraplan) against the shared library passed"
+    consumer_pkg_config "$sprefix" "$shared/consumer-pc"
     ;;
 esac

@@ -23,7 +23,7 @@ struct Diagnostic {
   std::string message;  ///< without the location and the `error:` prefix
 
   /// `file:line:col: error: message`, the format compilers use.
-  [[nodiscard]] std::string str() const;
+  [[nodiscard]] PARAPLAN_EXPORT std::string str() const;
 };
 
 /// Bad input: every diagnostic found in the input, thrown after a whole file was read.
