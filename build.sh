@@ -12,7 +12,7 @@ what=${1:-run}
 case "$what" in run|test|asan) ;; *) echo "usage: ./build.sh run|test|asan" >&2; exit 2 ;; esac
 
 # Debian packages the build needs; only the missing ones are installed.
-packages=(cmake make g++ pkgconf libeigen3-dev libcli11-dev libyaml-cpp-dev libboost-math-dev doctest-dev)
+packages=(cmake make g++ pkgconf python3-dev pybind11-dev libeigen3-dev libcli11-dev libyaml-cpp-dev libboost-math-dev doctest-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -42,7 +42,7 @@ consumer_pkg_config() {
 }
 if [ "$what" = asan ]; then
   dir=build-asan
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARAPLAN_SANITIZE=ON >/dev/null
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARAPLAN_SANITIZE=ON -DPARAPLAN_BUILD_PYTHON=OFF >/dev/null
 else
   dir=build
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -73,7 +73,7 @@ case "$what" in
     # The shared library: built, tested, installed and used the same two ways.
     shared=build-shared
     cmake -S . -B "$shared" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
-      -DPARAPLAN_BUILD_BENCH=OFF -DPARAPLAN_BUILD_EXAMPLES=OFF >/dev/null
+      -DPARAPLAN_BUILD_BENCH=OFF -DPARAPLAN_BUILD_EXAMPLES=OFF -DPARAPLAN_BUILD_PYTHON=OFF >/dev/null
     cmake --build "$shared" -j "$jobs"
     ctest --test-dir "$shared" --output-on-failure
     sprefix="$PWD/$shared/install-test"
