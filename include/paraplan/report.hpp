@@ -76,6 +76,13 @@ namespace paraplan {
 [[nodiscard]] PARAPLAN_EXPORT std::string rank_markdown(const SpacePlan& space, const SearchResult& r,
                                                         const std::string& best_detail);
 
+/// One self-contained HTML page (inline SVG, no scripts or network): the ranked table, TGS
+/// against node count per layout, the best plan's memory per stage against capacity, the
+/// best plans' time by component, TGS against memory with the Pareto front, and the best
+/// plan's simulated pipeline. `best_memory` is the best plan's per-stage memory.
+[[nodiscard]] PARAPLAN_EXPORT std::string rank_html(const SpacePlan& space, const SearchResult& r,
+                                                    const MemoryEstimate& best_memory);
+
 /// A Mermaid `gantt` block of the simulated step (Planner::timeline): one section per
 /// stage, compute tasks of the first `micro` micro-batches, titled with the schedule; ms.
 [[nodiscard]] PARAPLAN_EXPORT std::string gantt(const Timeline& tl, int micro);

@@ -335,14 +335,18 @@ int cmd_rank(const RankArgs& a) {
   if (drew) std::fprintf(stderr, "\n");
 
   std::string best_detail;
+  paraplan::MemoryEstimate best_memory;
   if (!r.best.empty()) {
     paraplan::Plan best{space.hardware, space.model, r.best.front().strategy};
     best.strategy.name = "best";
-    best_detail = detail_text(evaluate_plan(best), false);
+    const Evaluation ev = evaluate_plan(best);
+    best_detail = detail_text(ev, false);
+    best_memory = ev.memory;
   }
   if (!a.output.empty()) {
     std::filesystem::path base(a.output);
     if (!write_text(base.string() + ".md", paraplan::rank_markdown(space, r, best_detail), "rank") ||
+        !write_text(base.string() + ".html", paraplan::rank_html(space, r, best_memory), "rank") ||
         !write_text(base.string() + ".csv", paraplan::rank_csv(r.all), "rank") ||
         !write_text(base.string() + ".json", paraplan::rank_json(space, r), "rank")) {
       return kExitBadInput;
@@ -358,7 +362,8 @@ int cmd_rank(const RankArgs& a) {
     std::cout << space.model.name << " on " << space.hardware.name << ": " << paraplan::rank_summary(r) << "\n";
     std::cout << paraplan::rank_table(r, static_cast<std::size_t>(opt.top));
     if (!a.output.empty()) {
-      std::cout << "\nReports: " << a.output << ".md, " << a.output << ".csv, " << a.output << ".json\n";
+      std::cout << "\nReports: " << a.output << ".md, " << a.output << ".html, " << a.output << ".csv, " << a.output
+                << ".json\n";
     }
   }
   if (r.best.empty()) {

@@ -21,7 +21,11 @@ using util::fmt;
 
 std::string pad(std::string s, std::size_t width, bool right = false) { return util::pad(std::move(s), width, right); }
 
-std::string layout(const Strategy& s) {
+std::string layout(const Strategy& s) { return report::layout_label(s); }
+
+}  // namespace
+
+std::string report::layout_label(const Strategy& s) {
   const Parallel& p = s.parallel;
   std::string out = "TP" + std::to_string(p.tp) + " PP" + std::to_string(p.pp) + " DP" + std::to_string(p.dp) +
                     " EP" + std::to_string(p.ep);
@@ -32,6 +36,8 @@ std::string layout(const Strategy& s) {
   if (s.ep_over_dies) out += " die-EP";
   return out;
 }
+
+namespace {
 
 std::string recompute_short(const Recompute& r) { return config::recompute_spelling(r); }
 

@@ -7,6 +7,9 @@
 
 namespace paraplan::report {
 
+/// "TP1 PP16 DP8 EP16 VPP2 SP die-EP": the parallel layout in the tables' words.
+std::string layout_label(const Strategy& s);
+
 /// The resolved strategy object (every field).
 void write_strategy_object(JsonWriter& w, const Plan& plan);
 
