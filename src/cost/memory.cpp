@@ -477,7 +477,7 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
   const int zero = s.training.zero;
   const int nd_model = model::dense_layers(m);
 
-  const auto ranks = schedule::rank_chunks(m, s);
+  const auto& ranks = schedule::rank_chunks(m, s);
   const int pp = static_cast<int>(ranks.size());
   est.stages.reserve(static_cast<std::size_t>(pp));
   for (int r = 0; r < pp; ++r) {
@@ -593,15 +593,24 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
 
   // Host memory per node: devices are laid out with PP outermost (Megatron), so device g
   // belongs to stage g / (tp x cp x dp).
-  const int per_node = std::max(1, hw.devices_per_node());
-  const int stage_size = std::max(1, p.tp * p.cp * p.dp);
-  for (int n = 0; n < std::max(1, s.nodes); ++n) {
-    double node = 0;
-    for (int g = n * per_node; g < (n + 1) * per_node; ++g) {
-      const int stage = std::min(pp - 1, g / stage_size);
-      node += est.stages[static_cast<std::size_t>(stage)].host_bytes;
+  // A node's devices g in [n x per_node, (n + 1) x per_node) meet each stage they overlap
+  // for as many devices as the two ranges share; no offload, no host memory.
+  bool offloads = false;
+  for (const StageMemory& st : est.stages) offloads = offloads || st.host_bytes > 0;
+  if (offloads) {
+    const long long per_node = std::max(1, hw.devices_per_node());
+    const long long stage_size = std::max(1, p.tp * p.cp * p.dp);
+    for (long long n = 0; n < std::max(1, s.nodes); ++n) {
+      const long long lo = n * per_node, hi = lo + per_node;  // [lo, hi)
+      double node = 0;
+      for (long long st = std::min<long long>(pp - 1, lo / stage_size); st <= std::min<long long>(pp - 1, (hi - 1) / stage_size); ++st) {
+        // The last stage also takes devices past pp x stage_size (as g / stage_size clamps).
+        const long long a = std::max(lo, st * stage_size);
+        const long long b = st == pp - 1 ? hi : std::min(hi, (st + 1) * stage_size);
+        if (b > a) node += static_cast<double>(b - a) * est.stages[static_cast<std::size_t>(st)].host_bytes;
+      }
+      est.host_bytes_per_node = std::max(est.host_bytes_per_node, node);
     }
-    est.host_bytes_per_node = std::max(est.host_bytes_per_node, node);
   }
 
   // Feasibility.

@@ -1,6 +1,8 @@
 #include "schedule/layout.hpp"
 
 #include <algorithm>
+#include <array>
+#include <unordered_map>
 
 namespace paraplan::schedule {
 
@@ -35,7 +37,9 @@ std::vector<int> chunk_layer_counts(int layers, int chunks, int first, int last,
   return counts;
 }
 
-std::vector<std::vector<Chunk>> rank_chunks(const ModelSpec& m, const Strategy& s) {
+namespace {
+
+std::vector<std::vector<Chunk>> build_rank_chunks(const ModelSpec& m, const Strategy& s) {
   const int pp = std::max(1, s.parallel.pp);
   const int vpp = std::max(1, s.parallel.vpp);
   int chunks = pp;
@@ -77,6 +81,27 @@ std::vector<std::vector<Chunk>> rank_chunks(const ModelSpec& m, const Strategy& 
     }
   }
   return ranks;
+}
+
+}  // namespace
+
+const std::vector<std::vector<Chunk>>& rank_chunks(const ModelSpec& m, const Strategy& s) {
+  const Parallel& p = s.parallel;
+  const int vpp = s.schedule == Schedule::Interleaved ? p.vpp : 1;
+  const std::array<long long, 8> key = {m.layers, p.pp, vpp, static_cast<long long>(s.schedule), p.first_stage_layers,
+                                        p.last_stage_layers, p.embedding_in_split ? 1 : 0, p.loss_in_split ? 1 : 0};
+  struct Hash {
+    std::size_t operator()(const std::array<long long, 8>& k) const noexcept {
+      std::size_t h = 1469598103934665603ull;
+      for (long long v : k) h = (h ^ static_cast<std::size_t>(v)) * 1099511628211ull;
+      return h;
+    }
+  };
+  // Node-based: references to entries survive later insertions.
+  thread_local std::unordered_map<std::array<long long, 8>, std::vector<std::vector<Chunk>>, Hash> memo;
+  auto it = memo.find(key);
+  if (it == memo.end()) it = memo.emplace(key, build_rank_chunks(m, s)).first;
+  return it->second;
 }
 
 int micro_batches(const Strategy& s) {

@@ -31,7 +31,10 @@ std::vector<int> chunk_layer_counts(int layers, int chunks, int first = 0, int l
 /// The chunks each pipeline rank holds. 1F1B / zero-bubble: chunk r. Interleaved: chunks
 /// r, r + pp, ... (Megatron). DualPipe: stages r and pp - 1 - r (two copies of the model).
 /// DualPipeV: chunks r and 2 pp - 1 - r of 2 pp (one copy).
-std::vector<std::vector<Chunk>> rank_chunks(const ModelSpec& m, const Strategy& s);
+/// Memoized per thread by what the layout depends on (layers, pp, vpp, schedule, first /
+/// last stage layers, embedding / loss in the split): the search asks for a few layouts
+/// hundreds of thousands of times. The reference stays valid for the thread's lifetime.
+const std::vector<std::vector<Chunk>>& rank_chunks(const ModelSpec& m, const Strategy& s);
 
 /// Micro-batches per step per DP rank: global_batch / (dp x micro_batch).
 int micro_batches(const Strategy& s);

@@ -113,7 +113,8 @@ struct Ranks {
   std::vector<RankTime> total;                ///< per rank: one micro-batch's share of all its chunks
 };
 
-Ranks rank_times(const ModelSpec& m, const Strategy& s, const LayerCosts& c) {
+// `chunks` only where a simulation needs them (the search's closed form reads `total`).
+Ranks rank_times(const ModelSpec& m, const Strategy& s, const LayerCosts& c, bool chunks_too = true) {
   const bool ep_overlap = s.overlap.ep && s.parallel.pp > 1;
   const Exposed dense = expose(c.dense, ep_overlap, s.overlap.tp);
   const Exposed moe = expose(c.moe, ep_overlap, s.overlap.tp);
@@ -122,7 +123,9 @@ Ranks rank_times(const ModelSpec& m, const Strategy& s, const LayerCosts& c) {
   const Exposed head = expose(c.head, false, s.overlap.tp);
   const int nd_model = model::dense_layers(m);
   Ranks out;
-  for (const auto& chunks : schedule::rank_chunks(m, s)) {
+  const auto& layout = schedule::rank_chunks(m, s);
+  out.total.reserve(layout.size());
+  for (const auto& chunks : layout) {
     std::vector<RankTime> times;
     RankTime r;
     for (const schedule::Chunk& ch : chunks) {
@@ -135,13 +138,13 @@ Ranks rank_times(const ModelSpec& m, const Strategy& s, const LayerCosts& c) {
         t.add(head, 1);
         t.add(mtp, m.mtp_depth);
       }
-      times.push_back(t);
+      if (chunks_too) times.push_back(t);
       r.add(t);
     }
     // One micro-batch runs one of DualPipe's two chunks (half the micro-batches come from
     // each end) and both of DualPipeV's (down and up the V).
     if (s.schedule == Schedule::DualPipe && chunks.size() == 2) r.scale(0.5);
-    out.chunks.push_back(std::move(times));
+    if (chunks_too) out.chunks.push_back(std::move(times));
     out.total.push_back(r);
   }
   return out;
@@ -175,7 +178,7 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
   e.micro_batches = micro;
   e.devices = s.nodes * hw.devices_per_node();
 
-  const Ranks ranks = rank_times(m, s, c);
+  const Ranks ranks = rank_times(m, s, c, simulate && p.pp > 1);
   RankTime worst;
   double worst_chunks = 1;
   for (const RankTime& r : ranks.total) {
