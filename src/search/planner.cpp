@@ -630,9 +630,20 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
   result.layer_seconds = since(layer_start);
   const auto eval_start = std::chrono::steady_clock::now();
   // Phase 2: every candidate, statically sliced (results do not depend on the slicing).
+  // A feasible candidate by its objective value and index: the kept ones are evaluated
+  // again in full after the merge, so the loop keeps no Estimate of its own.
+  struct Ranked {
+    double value;
+    std::size_t index;
+  };
+  auto ranked_better = [&](const Ranked& a, const Ranked& b) {
+    if (a.value != b.value) return a.value < b.value;
+    return strategy_tuple(candidates[a.index]) < strategy_tuple(candidates[b.index]);
+  };
   struct Local {
-    std::vector<Estimate> best, all, closest;
-    std::map<int, Estimate> per_nodes;  // best of each node count
+    std::vector<Estimate> all, closest;
+    std::vector<Ranked> best;
+    std::map<int, Ranked> per_nodes;  // best of each node count
     std::vector<Point> points;
     std::size_t feasible = 0, infeasible = 0;
   };
@@ -668,12 +679,13 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
         ++L.feasible;
         L.points.push_back({e.tokens_per_device_per_s, e.memory_bytes.capacity - e.memory_bytes.total,
                             e.strategy.nodes, i});
+        const Ranked me{objective_value(e, options.objective), i};
         auto it = L.per_nodes.find(e.strategy.nodes);
-        if (it == L.per_nodes.end() || better(e, it->second, options.objective)) L.per_nodes[e.strategy.nodes] = e;
-        L.best.push_back(std::move(e));
+        if (it == L.per_nodes.end() || ranked_better(me, it->second)) L.per_nodes[e.strategy.nodes] = me;
+        L.best.push_back(me);
         if (L.best.size() >= 4 * keep) {
           std::nth_element(L.best.begin(), L.best.begin() + static_cast<std::ptrdiff_t>(keep - 1), L.best.end(),
-                           [&](const Estimate& a, const Estimate& b) { return better(a, b, options.objective); });
+                           ranked_better);
           L.best.resize(keep);
         }
       }
@@ -700,26 +712,25 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
   result.cancelled = cancelled();
 
   // Merge: a total order makes the result independent of the thread count.
-  std::vector<Estimate> merged;
+  std::vector<Ranked> ranked;
   std::vector<Point> points;
-  std::map<int, Estimate> per_nodes;
+  std::map<int, Ranked> per_nodes;
   for (Local& L : locals) {
     for (auto& [n, e] : L.per_nodes) {
       auto it = per_nodes.find(n);
-      if (it == per_nodes.end() || better(e, it->second, options.objective)) per_nodes[n] = e;
+      if (it == per_nodes.end() || ranked_better(e, it->second)) per_nodes[n] = e;
     }
     points.insert(points.end(), L.points.begin(), L.points.end());
     result.feasible += L.feasible;
     rejected.by_rule["memory"] += L.infeasible;
     for (Estimate& e : L.closest) result.closest.push_back(std::move(e));
-    for (Estimate& e : L.best) merged.push_back(std::move(e));
+    ranked.insert(ranked.end(), L.best.begin(), L.best.end());
     if (options.keep_all) {
       for (Estimate& e : L.all) result.all.push_back(std::move(e));
     }
   }
   result.evaluated = total;
-  std::sort(merged.begin(), merged.end(),
-            [&](const Estimate& a, const Estimate& b) { return better(a, b, options.objective); });
+  std::sort(ranked.begin(), ranked.end(), ranked_better);
   // The closed form's front, re-timed (simulated), without what the new times dominate.
   {
     std::vector<Estimate> front;
@@ -732,13 +743,16 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
     }
     for (std::size_t i : pareto_front(std::move(timed))) result.pareto.push_back(std::move(front[i]));
   }
-  for (auto& [n, e] : per_nodes) result.best_per_nodes.push_back(impl_->evaluate(e.strategy, true));
-  if (merged.size() > keep) merged.resize(keep);
+  for (auto& [n, e] : per_nodes) result.best_per_nodes.push_back(impl_->evaluate(candidates[e.index], true));
+  if (ranked.size() > keep) ranked.resize(keep);
   // The kept results get their detailed memory (reasons in words, per-module parts) and,
   // unless resimulate is 0, the simulated step; then they are ranked again by it.
-  for (Estimate& e : merged) {
-    e = options.resimulate > 0 ? impl_->evaluate(e.strategy, true)
-                               : impl_->evaluate_with(e.strategy, *impl_->cache.get(e.strategy), true, nullptr, false);
+  std::vector<Estimate> merged;
+  merged.reserve(ranked.size());
+  for (const Ranked& k : ranked) {
+    const Strategy& c = candidates[k.index];
+    merged.push_back(options.resimulate > 0 ? impl_->evaluate(c, true)
+                                            : impl_->evaluate_with(c, *impl_->cache.get(c), true, nullptr, false));
   }
   std::sort(merged.begin(), merged.end(),
             [&](const Estimate& a, const Estimate& b) { return better(a, b, options.objective); });
