@@ -223,7 +223,7 @@ TEST_SUITE("search.planner") {
 
 TEST_SUITE("planner.spaces") {
   TEST_CASE("every shipped space searches to feasible plans; DeepSeek-V3's own layout is among them") {
-    for (const char* name : {"default", "deepseek-v3-h800-cluster", "llama3-70b-h100", "gpt3-175b-a100", "mixtral-h100"}) {
+    for (const char* name : {"default", "deepseek-v3-h800-cluster", "llama3-70b-h100", "gpt3-175b-a100", "mixtral-h100", "qwen3-235b-h100"}) {
       CAPTURE(name);
       SpacePlan space = load_space(name);
       Planner planner(space.hardware, space.model);
