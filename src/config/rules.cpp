@@ -16,12 +16,19 @@ int HardwareSpec::devices_per_node() const {
   return static_cast<int>(product);
 }
 
-std::vector<RuleViolation> check_rules(const Strategy& s, const HardwareSpec& hw,
-                                       const ModelSpec& m) {
+namespace {
+
+// Checks every rule; `first_only`: stops at the first broken one and builds no message (the
+// search only counts the rule). Messages are made by lambdas, called only when kept.
+std::vector<RuleViolation> check(const Strategy& s, const HardwareSpec& hw, const ModelSpec& m, bool first_only) {
   std::vector<RuleViolation> out;
-  auto fail = [&](std::string rule, std::string key, std::string message) {
-    out.push_back(RuleViolation{std::move(rule), std::move(message), std::move(key)});
+  bool stop = false;
+  auto fail_with = [&](const char* rule, const char* key, auto&& message) {
+    if (stop) return;
+    out.push_back(RuleViolation{rule, first_only ? std::string() : message(), key});
+    stop = first_only;
   };
+#define fail(rule, key, ...) fail_with(rule, key, [&]() -> std::string { return __VA_ARGS__; })
   auto str = [](long long v) { return std::to_string(v); };
   const Parallel& p = s.parallel;
   const int dpn = hw.devices_per_node();
@@ -126,6 +133,21 @@ std::vector<RuleViolation> check_rules(const Strategy& s, const HardwareSpec& hw
     }
   }
   return out;
+}
+#undef fail
+
+}  // namespace
+
+std::vector<RuleViolation> check_rules(const Strategy& s, const HardwareSpec& hw, const ModelSpec& m) {
+  return check(s, hw, m, false);
+}
+
+const char* first_broken_rule(const Strategy& s, const HardwareSpec& hw, const ModelSpec& m) {
+  thread_local std::string rule;  // the returned pointer stays valid until the next call
+  const std::vector<RuleViolation> broken = check(s, hw, m, true);
+  if (broken.empty()) return nullptr;
+  rule = broken.front().rule;
+  return rule.c_str();
 }
 
 }  // namespace paraplan

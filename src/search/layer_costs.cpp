@@ -116,4 +116,9 @@ std::shared_ptr<const LayerCosts> LayerCostCache::get(const Strategy& s) const {
   return it->second;
 }
 
+std::size_t LayerCostCache::size() const {
+  std::shared_lock lock(mutex_);
+  return map_.size();
+}
+
 }  // namespace paraplan::search

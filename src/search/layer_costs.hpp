@@ -70,6 +70,8 @@ class LayerCostCache {
   LayerCostCache(const HardwareSpec& hw, const ModelSpec& m) : hw_(hw), model_(m) {}
   /// The costs for `s`, computed on first use.
   std::shared_ptr<const LayerCosts> get(const Strategy& s) const;
+  /// Keys computed so far.
+  std::size_t size() const;
 
  private:
   const HardwareSpec& hw_;

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <numeric>
 #include <thread>
+#include <unordered_map>
 #include <tuple>
 #include <type_traits>
 
@@ -291,10 +292,84 @@ struct Counter {
   std::map<std::string, std::size_t> by_rule;
 };
 
-// Every combination of the space, the rule-breaking ones counted by rule and dropped.
-std::vector<Strategy> enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSpace& sp,
-                                Counter& rejected, std::size_t& candidates) {
-  std::vector<Strategy> out;
+// The training settings, combined once in the order the loops nested them (micro-batch
+// outermost, precision innermost): they do not depend on the parallel layout.
+struct TrainingChoice {
+  int micro_batch, global_batch;
+  bool sp;
+  Recompute recompute;
+  int zero;
+  Optimizer optimizer;
+  bool optimizer_offload, activation_offload;
+  Precision precision;
+};
+
+// One parallel layout and schedule: the outer part of a candidate.
+struct Layout {
+  int nodes, tp, cp, pp, dp;
+  bool dies;
+  int ep, etp;
+  Schedule schedule;
+  int vpp;
+};
+
+// A space as layouts x inner choices (training settings x dispatch x routing), never as a
+// list of strategies: candidate `id` = layout x inner_size + inner, in the order the loops
+// of a nested enumeration would meet them (nodes, tp, cp, pp, dies, ep, etp, schedule,
+// vpp, then training, dispatch, routing). Memory is the layouts', not the candidates'.
+struct Enumeration {
+  Strategy base;
+  std::vector<Layout> layouts;
+  std::vector<TrainingChoice> training;
+  std::vector<Dispatch> dispatches;
+  std::vector<Routing> routings;
+  std::size_t inner_size = 0;     // training x dispatches x routings
+  std::size_t world_rejected = 0; // combinations the layout loops dropped (rule `world`)
+  std::size_t candidates = 0;     // every combination, rejected ones included
+
+  // Whether inner choice `j` exists for layout `l` (SP needs TP; dispatch schemes differ only
+  // with an EP group), and the strategy of a candidate.
+  bool exists(const Layout& l, std::size_t j) const {
+    const std::size_t nr = routings.size(), nd = dispatches.size();
+    const TrainingChoice& c = training[j / (nd * nr)];
+    const std::size_t d = (j / nr) % nd;
+    return !(c.sp && l.tp == 1) && !(l.ep == 1 && d != 0);
+  }
+  void fill(Strategy& s, std::uint64_t id) const {
+    const Layout& l = layouts[id / inner_size];
+    const std::size_t j = id % inner_size, nr = routings.size(), nd = dispatches.size();
+    const TrainingChoice& c = training[j / (nd * nr)];
+    s.nodes = l.nodes;
+    s.parallel.tp = l.tp;
+    s.parallel.cp = l.cp;
+    s.parallel.pp = l.pp;
+    s.parallel.dp = l.dp;
+    s.parallel.ep = l.ep;
+    s.parallel.etp = l.etp;
+    s.parallel.vpp = l.vpp;
+    s.parallel.sp = c.sp;
+    s.ep_over_dies = l.dies;
+    s.schedule = l.schedule;
+    s.training.micro_batch = c.micro_batch;
+    s.training.global_batch = c.global_batch;
+    s.training.recompute = c.recompute;
+    s.training.zero = c.zero;
+    s.training.optimizer = c.optimizer;
+    s.training.optimizer_offload = c.optimizer_offload;
+    s.training.activation_offload = c.activation_offload;
+    s.training.precision = c.precision;
+    s.moe.dispatch = dispatches[(j / nr) % nd];
+    s.moe.routing = routings[j % nr];
+  }
+  Strategy strategy(std::uint64_t id) const {
+    Strategy s = base;
+    fill(s, id);
+    return s;
+  }
+};
+
+Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSpace& sp) {
+  Enumeration e;
   const int dpn = std::max(1, hw.devices_per_node());
   const bool multi_die = hw.device.dies > 1;
   const bool moe = m.moe.has_value();
@@ -323,28 +398,14 @@ std::vector<Strategy> enumerate(const HardwareSpec& hw, const ModelSpec& m, cons
   const auto offs = pick(sp.optimizer_offload, std::vector<bool>{false});
   const auto aoffs = pick(sp.activation_offload, std::vector<bool>{false});
   const auto precs = pick(sp.precision, std::vector<Precision>{Precision::Bf16});
-  const auto dispatches =
-      moe ? pick(sp.dispatch, std::vector<Dispatch>{Dispatch::AllGather, Dispatch::AllToAll, Dispatch::DeepEp,
-                                                    Dispatch::SendRecvAllGather, Dispatch::SendRecvDeepEp})
-          : std::vector<Dispatch>{Dispatch::AllToAll};
-  const auto routings = moe ? pick(sp.routing, std::vector<Routing>{Routing::Uniform}) : std::vector<Routing>{Routing::Uniform};
+  e.dispatches = moe ? pick(sp.dispatch, std::vector<Dispatch>{Dispatch::AllGather, Dispatch::AllToAll, Dispatch::DeepEp,
+                                                               Dispatch::SendRecvAllGather, Dispatch::SendRecvDeepEp})
+                     : std::vector<Dispatch>{Dispatch::AllToAll};
+  e.routings = moe ? pick(sp.routing, std::vector<Routing>{Routing::Uniform}) : std::vector<Routing>{Routing::Uniform};
   const auto schedules = pick(sp.schedule, std::vector<Schedule>{Schedule::OneFOneB, Schedule::Interleaved,
                                                                  Schedule::ZeroBubble, Schedule::DualPipe,
                                                                  Schedule::DualPipeV});
   const auto sps = pick(sp.sp, std::vector<bool>{false, true});
-
-  // The training settings, combined once in the order the loops nested them before (micro-batch
-  // outermost, precision innermost): they do not depend on the parallel layout.
-  struct TrainingChoice {
-    int micro_batch, global_batch;
-    bool sp;
-    Recompute recompute;
-    int zero;
-    Optimizer optimizer;
-    bool optimizer_offload, activation_offload;
-    Precision precision;
-  };
-  std::vector<TrainingChoice> training_choices;
   for (int mb : mbs)
     for (int gb : gbs)
       for (bool spar : sps)
@@ -353,10 +414,10 @@ std::vector<Strategy> enumerate(const HardwareSpec& hw, const ModelSpec& m, cons
             for (Optimizer opt : opts)
               for (bool off : offs)
                 for (bool aoff : aoffs)
-                  for (Precision prec : precs)
-                    training_choices.push_back({mb, gb, spar, rc, zero, opt, off, aoff, prec});
+                  for (Precision prec : precs) e.training.push_back({mb, gb, spar, rc, zero, opt, off, aoff, prec});
+  e.inner_size = e.training.size() * e.dispatches.size() * e.routings.size();
 
-  Strategy base;
+  Strategy& base = e.base;
   base.hardware = sp.hardware;
   base.model = sp.model;
   base.training.seq_len = sp.seq_len;
@@ -375,21 +436,25 @@ std::vector<Strategy> enumerate(const HardwareSpec& hw, const ModelSpec& m, cons
   base.parallel.loss_in_split = sp.loss_in_split;
   base.training.eager_elementwise = sp.eager_elementwise;
 
+  // Inner choices a layout of a given tp and ep has (the others are not combinations).
+  std::size_t sp_free = 0;
+  for (const TrainingChoice& c : e.training) sp_free += c.sp ? 0 : 1;
+  auto inner_count = [&](int tp, int ep) {
+    return (tp == 1 ? sp_free : e.training.size()) * (ep == 1 ? 1 : e.dispatches.size()) * e.routings.size();
+  };
   for (int n : nodes) {
     const int devices = n * dpn;
     for (int tp : tps) {
       for (int cp : cps) {
         if (devices % (tp * cp) != 0) {
-          ++rejected.by_rule["world"];
-          ++candidates;
+          ++e.world_rejected;
           continue;
         }
         const int rest = devices / (tp * cp);
         const auto pps = pick(sp.pp, divisors(rest));
         for (int pp : pps) {
           if (rest % pp != 0) {
-            ++rejected.by_rule["world"];
-            ++candidates;
+            ++e.world_rejected;
             continue;
           }
           const int dp = rest / pp;
@@ -402,60 +467,20 @@ std::vector<Strategy> enumerate(const HardwareSpec& hw, const ModelSpec& m, cons
             if (moe) {
               ep_auto.clear();
               const int ranks = tp * cp * dp * (dies ? hw.device.dies : 1);
-              for (int e : divisors(m.moe->routed_experts)) {
-                if (ranks % e == 0) ep_auto.push_back(e);
+              for (int ep : divisors(m.moe->routed_experts)) {
+                if (ranks % ep == 0) ep_auto.push_back(ep);
               }
             }
-            const auto eps = pick(sp.ep, ep_auto);
-            for (int ep : eps) {
+            for (int ep : pick(sp.ep, ep_auto)) {
               for (int etp : etps) {
                 for (Schedule sched : schedules) {
                   std::vector<int> vpp_auto{1};
-                  if (sched == Schedule::Interleaved) {
-                    vpp_auto.clear();
-                    for (int v : {2, 3, 4, 6, 8}) vpp_auto.push_back(v);
-                  }
+                  if (sched == Schedule::Interleaved) vpp_auto = {2, 3, 4, 6, 8};
                   const auto vpps = sched == Schedule::Interleaved ? pick(sp.vpp, vpp_auto) : std::vector<int>{1};
-                    for (int vpp : vpps) {
-                      for (const TrainingChoice& c : training_choices) {
-                        if (c.sp && tp == 1) continue;  // SP is a TP option
-                        for (Dispatch d : dispatches) {
-                          // Dispatch schemes only differ when there is an EP group.
-                          if (ep == 1 && d != dispatches.front()) continue;
-                          for (Routing rt : routings) {
-                            ++candidates;
-                            Strategy s = base;
-                            s.nodes = n;
-                            s.parallel.tp = tp;
-                            s.parallel.cp = cp;
-                            s.parallel.pp = pp;
-                            s.parallel.dp = dp;
-                            s.parallel.ep = ep;
-                            s.parallel.etp = etp;
-                            s.parallel.vpp = vpp;
-                            s.parallel.sp = c.sp;
-                            s.ep_over_dies = dies;
-                            s.schedule = sched;
-                            s.training.micro_batch = c.micro_batch;
-                            s.training.global_batch = c.global_batch;
-                            s.training.recompute = c.recompute;
-                            s.training.zero = c.zero;
-                            s.training.optimizer = c.optimizer;
-                            s.training.optimizer_offload = c.optimizer_offload;
-                            s.training.activation_offload = c.activation_offload;
-                            s.training.precision = c.precision;
-                            s.moe.dispatch = d;
-                            s.moe.routing = rt;
-                            std::vector<RuleViolation> broken = check_rules(s, hw, m);
-                            if (!broken.empty()) {
-                              ++rejected.by_rule[broken.front().rule];
-                              continue;
-                            }
-                            out.push_back(std::move(s));
-                          }
-                        }
-                      }
-                    }
+                  for (int vpp : vpps) {
+                    e.layouts.push_back({n, tp, cp, pp, dp, dies, ep, etp, sched, vpp});
+                    e.candidates += inner_count(tp, ep);
+                  }
                 }
               }
             }
@@ -464,7 +489,8 @@ std::vector<Strategy> enumerate(const HardwareSpec& hw, const ModelSpec& m, cons
       }
     }
   }
-  return out;
+  e.candidates += e.world_rejected;
+  return e;
 }
 
 // ---- ranking -------------------------------------------------------------------------
@@ -473,32 +499,36 @@ std::vector<Strategy> enumerate(const HardwareSpec& hw, const ModelSpec& m, cons
 struct Point {
   double tgs, headroom;
   int nodes;
-  std::size_t index;  // into the candidate list
+  std::uint64_t index;  // the candidate's id (enumeration order)
 };
 
 // Candidates not dominated in (TGS up, memory headroom up, nodes down). Sort by TGS
 // descending, then keep a point unless an earlier kept one is at least as good on the other
-// two; ties in TGS are ordered by index, so the front is deterministic.
-std::vector<std::size_t> pareto_front(std::vector<Point> pts) {
-  std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) {
-    if (a.tgs != b.tgs) return a.tgs > b.tgs;
-    return a.index < b.index;
+// two; ties in TGS are ordered by index (the enumeration order), so the front is
+// deterministic. Returns positions in `pts`, in front order.
+std::vector<std::size_t> pareto_front(const std::vector<Point>& pts) {
+  std::vector<std::size_t> order(pts.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if (pts[a].tgs != pts[b].tgs) return pts[a].tgs > pts[b].tgs;
+    return pts[a].index < pts[b].index;
   });
-  std::vector<Point> front;
-  for (const Point& p : pts) {
+  std::vector<std::size_t> front;
+  for (std::size_t i : order) {
+    const Point& p = pts[i];
     bool dominated = false;
-    for (const Point& f : front) {
-      if (f.headroom >= p.headroom && f.nodes <= p.nodes) {
+    for (std::size_t f : front) {
+      if (pts[f].headroom >= p.headroom && pts[f].nodes <= p.nodes) {
         dominated = true;
         break;
       }
     }
-    if (!dominated) front.push_back(p);
+    if (!dominated) front.push_back(i);
   }
-  std::vector<std::size_t> out;
-  for (const Point& f : front) out.push_back(f.index);
-  return out;
+  return front;
 }
+
+Point point_of(const std::vector<Point>& pts, std::size_t k) { return pts[k]; }
 
 }  // namespace
 
@@ -585,111 +615,112 @@ bool over_less(const Estimate& a, const Estimate& b) {
 
 SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOptions& options) const {
   const auto start = std::chrono::steady_clock::now();
-  SearchResult result;
-  Counter rejected;
-  std::vector<Strategy> candidates = enumerate(impl_->hw, impl_->model, space, rejected, result.candidates);
-  const std::size_t total = candidates.size();
   auto since = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   };
+  SearchResult result;
+  const Enumeration en = enumerate(impl_->hw, impl_->model, space);
+  result.candidates = en.candidates;
   result.enumerate_seconds = since(start);
+  const std::size_t total = result.candidates;
   int threads = options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
-  threads = std::max(1, std::min<int>(threads, static_cast<int>(std::max<std::size_t>(1, total / 64))));
-
-  // Phase 1: the distinct layer-cost keys, computed in parallel (the expensive part).
-  // Each candidate's key id, so that the evaluation phase reads its costs without locks.
-  std::vector<const Strategy*> key_reps;
-  std::vector<std::uint32_t> key_id(candidates.size());
-  {
-    std::unordered_map<search::LayerKey, std::uint32_t, search::LayerKeyHash> seen;
-    for (std::size_t i = 0; i < candidates.size(); ++i) {
-      auto [it, fresh] = seen.emplace(search::key_of(candidates[i], impl_->model.seq_len),
-                                      static_cast<std::uint32_t>(key_reps.size()));
-      if (fresh) key_reps.push_back(&candidates[i]);
-      key_id[i] = it->second;
-    }
-  }
-  std::vector<std::shared_ptr<const search::LayerCosts>> key_costs(key_reps.size());
-  result.layer_keys = key_reps.size();
+  threads = std::max(1, std::min<int>(threads, static_cast<int>(std::max<std::size_t>(1, en.layouts.size()))));
   result.threads = threads;
-  const auto layer_start = std::chrono::steady_clock::now();
-  std::atomic<std::size_t> next{0}, done{0};
-  auto cancelled = [&] { return options.cancel != nullptr && options.cancel->load(); };
-  {
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) {
-      pool.emplace_back([&] {
-        for (std::size_t i; (i = next.fetch_add(1)) < key_reps.size() && !cancelled();) {
-          key_costs[i] = impl_->cache.get(*key_reps[i]);
-        }
-      });
-    }
-    for (auto& th : pool) th.join();
-  }
+  const std::size_t layer_keys_before = impl_->cache.size();
 
-  result.layer_seconds = since(layer_start);
-  const auto eval_start = std::chrono::steady_clock::now();
-  // Phase 2: every candidate, statically sliced (results do not depend on the slicing).
-  // A feasible candidate by its objective value and index: the kept ones are evaluated
-  // again in full after the merge, so the loop keeps no Estimate of its own.
+  // Streaming: workers take layouts in turn and evaluate their candidates as they are made;
+  // each keeps only its top-K (objective, order key, id), its best per node count, its Pareto
+  // front (pruned as it grows) and its nearest misses. Memory does not grow with the space.
+  using Key = decltype(strategy_tuple(std::declval<Strategy>()));
   struct Ranked {
     double value;
-    std::size_t index;
+    Key key;
+    std::uint64_t id;
   };
-  auto ranked_better = [&](const Ranked& a, const Ranked& b) {
+  auto ranked_better = [](const Ranked& a, const Ranked& b) {
     if (a.value != b.value) return a.value < b.value;
-    return strategy_tuple(candidates[a.index]) < strategy_tuple(candidates[b.index]);
+    return a.key < b.key;
   };
   struct Local {
-    std::vector<Estimate> all, closest;
+    std::vector<std::pair<std::uint64_t, Estimate>> all;
+    std::vector<Estimate> closest;
     std::vector<Ranked> best;
     std::map<int, Ranked> per_nodes;  // best of each node count
     std::vector<Point> points;
-    std::size_t feasible = 0, infeasible = 0;
+    Counter rejected;
+    std::size_t evaluated = 0, feasible = 0, infeasible = 0;
+    double layer_seconds = 0;
   };
   std::vector<Local> locals(static_cast<std::size_t>(threads));
   const std::size_t shown = static_cast<std::size_t>(std::max(1, options.top));
   // The closed form keeps this many for the simulation to re-time.
   const std::size_t keep = std::max(shown, static_cast<std::size_t>(std::max(0, options.resimulate)));
+  constexpr std::size_t kFrontPrune = 4096;  // a thread's points are cut to their front beyond this
+  std::atomic<std::size_t> next{0}, done{en.world_rejected};
+  auto cancelled = [&] { return options.cancel != nullptr && options.cancel->load(); };
+  const int seq = impl_->model.seq_len;
   auto worker = [&](int t) {
     Local& L = locals[static_cast<std::size_t>(t)];
     CommMemo memo;
-    const std::size_t lo = total * static_cast<std::size_t>(t) / static_cast<std::size_t>(threads);
-    const std::size_t hi = total * static_cast<std::size_t>(t + 1) / static_cast<std::size_t>(threads);
-    for (std::size_t i = lo; i < hi; ++i) {
-      if ((i & 63) == 0 && cancelled()) break;
-      Estimate e = impl_->evaluate_with(candidates[i], *key_costs[key_id[i]], false, &memo, false);
-      // The space's headroom: a strategy may use at most this fraction of device memory.
-      if (e.feasible && e.memory_bytes.total > space.memory_headroom * e.memory_bytes.capacity) {
-        e.feasible = false;
-        e.infeasible_reasons.push_back("memory headroom");
-      }
-      if (options.keep_all) L.all.push_back(e);
-      if (!e.feasible) {
-        ++L.infeasible;
-        // The nearest misses (memory over capacity, least first), for when nothing fits.
-        if (e.memory_bytes.capacity > 0) {
-          L.closest.push_back(e);
-          if (L.closest.size() > 2 * kClosest) {
-            std::sort(L.closest.begin(), L.closest.end(), over_less);
-            L.closest.resize(kClosest);
+    std::unordered_map<search::LayerKey, std::shared_ptr<const search::LayerCosts>, search::LayerKeyHash> costs;
+    Strategy s = en.base;
+    for (std::size_t li; (li = next.fetch_add(1)) < en.layouts.size() && !cancelled();) {
+      std::size_t made = 0;
+      for (std::size_t j = 0; j < en.inner_size; ++j) {
+        if (!en.exists(en.layouts[li], j)) continue;
+        ++made;
+        const std::uint64_t id = static_cast<std::uint64_t>(li) * en.inner_size + j;
+        en.fill(s, id);
+        if (const char* rule = first_broken_rule(s, impl_->hw, impl_->model)) {
+          ++L.rejected.by_rule[rule];
+          continue;
+        }
+        ++L.evaluated;
+        const search::LayerKey lk = search::key_of(s, seq);
+        auto it = costs.find(lk);
+        if (it == costs.end()) {
+          const auto t0 = std::chrono::steady_clock::now();
+          it = costs.emplace(lk, impl_->cache.get(s)).first;
+          L.layer_seconds += since(t0);
+        }
+        Estimate e = impl_->evaluate_with(s, *it->second, false, &memo, false);
+        // The space's headroom: a strategy may use at most this fraction of device memory.
+        if (e.feasible && e.memory_bytes.total > space.memory_headroom * e.memory_bytes.capacity) {
+          e.feasible = false;
+          e.infeasible_reasons.push_back("memory headroom");
+        }
+        if (!e.feasible) {
+          ++L.infeasible;
+          // The nearest misses (memory over capacity, least first), for when nothing fits.
+          if (e.memory_bytes.capacity > 0) {
+            if (options.keep_all) L.closest.push_back(e);
+            else L.closest.push_back(std::move(e));
+            if (L.closest.size() > 2 * kClosest) {
+              std::sort(L.closest.begin(), L.closest.end(), over_less);
+              L.closest.resize(kClosest);
+            }
+          }
+        } else {
+          ++L.feasible;
+          L.points.push_back({e.tokens_per_device_per_s, e.memory_bytes.capacity - e.memory_bytes.total, s.nodes, id});
+          if (L.points.size() > kFrontPrune) {
+            std::vector<Point> front;
+            for (std::size_t k : pareto_front(L.points)) front.push_back(point_of(L.points, k));
+            L.points = std::move(front);
+          }
+          const Ranked me{objective_value(e, options.objective), strategy_tuple(s), id};
+          auto pn = L.per_nodes.find(s.nodes);
+          if (pn == L.per_nodes.end() || ranked_better(me, pn->second)) L.per_nodes[s.nodes] = me;
+          L.best.push_back(me);
+          if (L.best.size() >= 4 * keep) {
+            std::nth_element(L.best.begin(), L.best.begin() + static_cast<std::ptrdiff_t>(keep - 1), L.best.end(),
+                             ranked_better);
+            L.best.resize(keep);
           }
         }
-      } else {
-        ++L.feasible;
-        L.points.push_back({e.tokens_per_device_per_s, e.memory_bytes.capacity - e.memory_bytes.total,
-                            e.strategy.nodes, i});
-        const Ranked me{objective_value(e, options.objective), i};
-        auto it = L.per_nodes.find(e.strategy.nodes);
-        if (it == L.per_nodes.end() || ranked_better(me, it->second)) L.per_nodes[e.strategy.nodes] = me;
-        L.best.push_back(me);
-        if (L.best.size() >= 4 * keep) {
-          std::nth_element(L.best.begin(), L.best.begin() + static_cast<std::ptrdiff_t>(keep - 1), L.best.end(),
-                           ranked_better);
-          L.best.resize(keep);
-        }
+        if (options.keep_all) L.all.emplace_back(id, std::move(e));
       }
-      done.fetch_add(1, std::memory_order_relaxed);
+      done.fetch_add(made, std::memory_order_relaxed);
     }
   };
   {
@@ -708,49 +739,63 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
     }
     for (auto& th : pool) th.join();
   }
-  result.evaluate_seconds = since(eval_start);
   result.cancelled = cancelled();
 
   // Merge: a total order makes the result independent of the thread count.
+  Counter rejected;
+  if (en.world_rejected > 0) rejected.by_rule["world"] += en.world_rejected;
   std::vector<Ranked> ranked;
   std::vector<Point> points;
   std::map<int, Ranked> per_nodes;
+  double layer_thread_seconds = 0;
   for (Local& L : locals) {
     for (auto& [n, e] : L.per_nodes) {
       auto it = per_nodes.find(n);
       if (it == per_nodes.end() || ranked_better(e, it->second)) per_nodes[n] = e;
     }
     points.insert(points.end(), L.points.begin(), L.points.end());
+    result.evaluated += L.evaluated;
     result.feasible += L.feasible;
+    for (const auto& [rule, count] : L.rejected.by_rule) rejected.by_rule[rule] += count;
     rejected.by_rule["memory"] += L.infeasible;
     for (Estimate& e : L.closest) result.closest.push_back(std::move(e));
     ranked.insert(ranked.end(), L.best.begin(), L.best.end());
-    if (options.keep_all) {
-      for (Estimate& e : L.all) result.all.push_back(std::move(e));
-    }
+    layer_thread_seconds += L.layer_seconds;
   }
-  result.evaluated = total;
+  if (options.keep_all) {
+    std::vector<std::pair<std::uint64_t, Estimate>> all;
+    for (Local& L : locals) {
+      for (auto& p : L.all) all.push_back(std::move(p));
+      L.all.clear();
+    }
+    std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    result.all.reserve(all.size());
+    for (auto& p : all) result.all.push_back(std::move(p.second));
+  }
+  result.layer_keys = impl_->cache.size() - layer_keys_before;
+  result.layer_seconds = layer_thread_seconds / threads;
+  result.evaluate_seconds = std::max(0.0, since(start) - result.enumerate_seconds - result.layer_seconds);
   std::sort(ranked.begin(), ranked.end(), ranked_better);
   // The closed form's front, re-timed (simulated), without what the new times dominate.
   {
     std::vector<Estimate> front;
     std::vector<Point> timed;
-    for (std::size_t i : pareto_front(std::move(points))) {
-      front.push_back(impl_->evaluate(candidates[i], true));
+    for (std::size_t k : pareto_front(points)) {
+      front.push_back(impl_->evaluate(en.strategy(points[k].index), true));
       const Estimate& e = front.back();
       timed.push_back({e.tokens_per_device_per_s, e.memory_bytes.capacity - e.memory_bytes.total, e.strategy.nodes,
                        front.size() - 1});
     }
-    for (std::size_t i : pareto_front(std::move(timed))) result.pareto.push_back(std::move(front[i]));
+    for (std::size_t k : pareto_front(timed)) result.pareto.push_back(std::move(front[timed[k].index]));
   }
-  for (auto& [n, e] : per_nodes) result.best_per_nodes.push_back(impl_->evaluate(candidates[e.index], true));
+  for (auto& [n, e] : per_nodes) result.best_per_nodes.push_back(impl_->evaluate(en.strategy(e.id), true));
   if (ranked.size() > keep) ranked.resize(keep);
   // The kept results get their detailed memory (reasons in words, per-module parts) and,
   // unless resimulate is 0, the simulated step; then they are ranked again by it.
   std::vector<Estimate> merged;
   merged.reserve(ranked.size());
   for (const Ranked& k : ranked) {
-    const Strategy& c = candidates[k.index];
+    const Strategy c = en.strategy(k.id);
     merged.push_back(options.resimulate > 0 ? impl_->evaluate(c, true)
                                             : impl_->evaluate_with(c, *impl_->cache.get(c), true, nullptr, false));
   }
