@@ -109,6 +109,10 @@ struct SearchOptions {
   /// The best this many (at least `top`) by the closed form are re-timed by the event
   /// simulation and ranked by it; 0 = rank by the closed form only.
   int resimulate = 64;
+  /// Stop after about this many candidates (whole layouts, in enumeration order); 0 = all.
+  std::size_t max_candidates = 0;
+  /// Stop after about this many seconds of evaluation; 0 = no limit.
+  double budget_seconds = 0;
 };
 
 /// One rejection rule and how many candidates it rejected.
@@ -134,6 +138,8 @@ struct SearchResult {
   std::size_t layer_keys = 0;        ///< distinct per-layer cost keys computed
   int threads = 1;                   ///< worker threads used
   bool cancelled = false;
+  /// Candidates left unevaluated by max_candidates or budget_seconds (0: the whole space).
+  std::size_t left_out = 0;
   bool from_cache = false;           ///< the planner answered the same question before
   Timeline best_timeline;            ///< the simulated step of best.front() (empty without one)
   /// When nothing fits: the (at most 20) strategies that came closest, least over capacity first.

@@ -327,6 +327,12 @@ struct Enumeration {
   std::size_t world_rejected = 0; // combinations the layout loops dropped (rule `world`)
   std::size_t candidates = 0;     // every combination, rejected ones included
 
+  // Candidates of layout `l` (inner choices that exist for it).
+  std::size_t count(const Layout& l) const {
+    std::size_t n = 0;
+    for (const TrainingChoice& c : training) n += (c.sp && l.tp == 1) ? 0 : 1;
+    return n * (l.ep == 1 ? 1 : dispatches.size()) * routings.size();
+  }
   // Whether inner choice `j` exists for layout `l` (SP needs TP; dispatch schemes differ only
   // with an EP group), and the strategy of a candidate.
   bool exists(const Layout& l, std::size_t j) const {
@@ -436,12 +442,6 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
   base.parallel.loss_in_split = sp.loss_in_split;
   base.training.eager_elementwise = sp.eager_elementwise;
 
-  // Inner choices a layout of a given tp and ep has (the others are not combinations).
-  std::size_t sp_free = 0;
-  for (const TrainingChoice& c : e.training) sp_free += c.sp ? 0 : 1;
-  auto inner_count = [&](int tp, int ep) {
-    return (tp == 1 ? sp_free : e.training.size()) * (ep == 1 ? 1 : e.dispatches.size()) * e.routings.size();
-  };
   for (int n : nodes) {
     const int devices = n * dpn;
     for (int tp : tps) {
@@ -479,7 +479,7 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
                   const auto vpps = sched == Schedule::Interleaved ? pick(sp.vpp, vpp_auto) : std::vector<int>{1};
                   for (int vpp : vpps) {
                     e.layouts.push_back({n, tp, cp, pp, dp, dies, ep, etp, sched, vpp});
-                    e.candidates += inner_count(tp, ep);
+                    e.candidates += e.count(e.layouts.back());
                   }
                 }
               }
@@ -571,7 +571,7 @@ std::string search_key(const SearchSpace& sp, const SearchOptions& o) {
        (sp.fp8_storage ? "st" : "") + (sp.bf16_grads ? "g16" : "") + "|" + std::to_string(sp.memory_headroom) +
        "|" + std::to_string(sp.overlap.ep) + std::to_string(sp.overlap.dp) + std::to_string(sp.overlap.tp) +
        std::to_string(sp.overlap.pp) + "|" + std::to_string(static_cast<int>(sp.collective_algorithm)) + "|" +
-       std::to_string(o.top) + "|" + std::to_string(static_cast<int>(o.objective)) + "|" + std::to_string(o.keep_all) + "|" + std::to_string(o.resimulate);
+       std::to_string(o.top) + "|" + std::to_string(static_cast<int>(o.objective)) + "|" + std::to_string(o.keep_all) + "|" + std::to_string(o.resimulate) + "|" + std::to_string(o.max_candidates);
   return k;
 }
 
@@ -593,7 +593,8 @@ SearchResult Planner::search(const SearchSpace& space, const SearchOptions& opti
     }
   }
   SearchResult fresh = search_uncached(space, options);
-  if (!fresh.cancelled) {
+  // A search cut short by the clock is not an answer to the same question next time.
+  if (!fresh.cancelled && !(options.budget_seconds > 0 && fresh.left_out > 0)) {
     std::lock_guard lock(impl_->result_mutex);
     impl_->results.emplace(key, fresh);
   }
@@ -648,7 +649,7 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
     std::map<int, Ranked> per_nodes;  // best of each node count
     std::vector<Point> points;
     Counter rejected;
-    std::size_t evaluated = 0, feasible = 0, infeasible = 0;
+    std::size_t evaluated = 0, feasible = 0, infeasible = 0, infeasible_rules = 0;
     double layer_seconds = 0;
   };
   std::vector<Local> locals(static_cast<std::size_t>(threads));
@@ -657,6 +658,10 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
   const std::size_t keep = std::max(shown, static_cast<std::size_t>(std::max(0, options.resimulate)));
   constexpr std::size_t kFrontPrune = 4096;  // a thread's points are cut to their front beyond this
   std::atomic<std::size_t> next{0}, done{en.world_rejected};
+  // Caps: a layout is taken only while the candidates taken so far are under the cap and the
+  // budget has time left (layouts are taken in order, so a capped search is a prefix).
+  std::atomic<std::size_t> taken{en.world_rejected};
+  std::atomic<bool> stopped{false};
   auto cancelled = [&] { return options.cancel != nullptr && options.cancel->load(); };
   const int seq = impl_->model.seq_len;
   auto worker = [&](int t) {
@@ -665,6 +670,12 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
     std::unordered_map<search::LayerKey, std::shared_ptr<const search::LayerCosts>, search::LayerKeyHash> costs;
     Strategy s = en.base;
     for (std::size_t li; (li = next.fetch_add(1)) < en.layouts.size() && !cancelled();) {
+      const std::size_t size = en.count(en.layouts[li]);
+      if ((options.max_candidates > 0 && taken.fetch_add(size) >= options.max_candidates) ||
+          (options.budget_seconds > 0 && since(start) > options.budget_seconds)) {
+        stopped = true;
+        break;
+      }
       std::size_t made = 0;
       for (std::size_t j = 0; j < en.inner_size; ++j) {
         if (!en.exists(en.layouts[li], j)) continue;
@@ -673,6 +684,7 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
         en.fill(s, id);
         if (const char* rule = first_broken_rule(s, impl_->hw, impl_->model)) {
           ++L.rejected.by_rule[rule];
+          ++L.infeasible_rules;
           continue;
         }
         ++L.evaluated;
@@ -723,6 +735,7 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
       done.fetch_add(made, std::memory_order_relaxed);
     }
   };
+  const auto loop_start = std::chrono::steady_clock::now();
   {
     std::vector<std::thread> pool;
     for (int t = 0; t < threads; ++t) pool.emplace_back(worker, t);
@@ -740,6 +753,12 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
     for (auto& th : pool) th.join();
   }
   result.cancelled = cancelled();
+  const double loop_seconds = since(loop_start);
+  if (stopped || result.cancelled) {
+    std::size_t evaluated_or_rejected = en.world_rejected;
+    for (const Local& L : locals) evaluated_or_rejected += L.evaluated + L.infeasible_rules;
+    result.left_out = total - std::min(total, evaluated_or_rejected);
+  }
 
   // Merge: a total order makes the result independent of the thread count.
   Counter rejected;
@@ -774,7 +793,8 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
   }
   result.layer_keys = impl_->cache.size() - layer_keys_before;
   result.layer_seconds = layer_thread_seconds / threads;
-  result.evaluate_seconds = std::max(0.0, since(start) - result.enumerate_seconds - result.layer_seconds);
+  // The evaluation loop without the per-layer costs it computed on the way.
+  result.evaluate_seconds = std::max(1e-9, loop_seconds - result.layer_seconds);
   std::sort(ranked.begin(), ranked.end(), ranked_better);
   // The closed form's front, re-timed (simulated), without what the new times dominate.
   {
