@@ -1,6 +1,7 @@
 #pragma once
-/// Interoperation with the frameworks models come from: a Hugging Face `config.json` read
-/// as a model. docs/interop.md describes it.
+/// Interoperation with the frameworks models and plans come from and go to: a Hugging Face
+/// `config.json` read as a model, and a plan written as Megatron-LM or torchtitan launch
+/// settings. docs/interop.md describes both.
 ///
 /// A `.json` path is read as a Hugging Face config.json wherever a model is expected
 /// (load_model, a strategy's `model:`, `--set model=...`, a model file's `extends:`).
@@ -42,5 +43,16 @@ struct HfImport {
 /// The same from JSON text; `display_name` is used in diagnostics and the model's name.
 [[nodiscard]] PARAPLAN_EXPORT HfImport parse_hf_config(std::string_view json, const std::string& display_name,
                                                        const HfImportOptions& options = {});
+
+/// Training frameworks a plan can be exported to.
+enum class LaunchTarget {
+  Megatron,    ///< Megatron-LM pretrain_gpt.py arguments, as a bash array
+  Torchtitan,  ///< a torchtitan job TOML: [parallelism], [training], [activation_checkpoint]
+};
+
+/// The launch settings of `plan` for `target`. Settings the target has no way to express
+/// are written as comments `# not expressible: ...` naming the setting and, where there is
+/// one, the nearest thing the target offers. Pure; never throws for a loaded plan.
+[[nodiscard]] PARAPLAN_EXPORT std::string launch_settings(const Plan& plan, LaunchTarget target);
 
 }  // namespace paraplan

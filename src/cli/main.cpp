@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -173,6 +174,18 @@ int cmd_import_hf(const ImportArgs& a, const std::string& command) {
   return kExitOk;
 }
 
+std::optional<paraplan::LaunchTarget> launch_target(const std::string& name) {
+  if (name == "megatron") return paraplan::LaunchTarget::Megatron;
+  if (name == "torchtitan") return paraplan::LaunchTarget::Torchtitan;
+  return std::nullopt;
+}
+
+int cmd_export(const std::string& ref, const std::vector<std::string>& sets, const std::string& to) {
+  const paraplan::Plan plan = paraplan::load_plan(ref, sets);
+  std::cout << paraplan::launch_settings(plan, *launch_target(to));
+  return kExitOk;
+}
+
 // Side by side, like the seeds' EP16 vs EP32 operator tables: headline metrics, then the
 // MoE (or dense) layer's ops forward and backward, communication included.
 int cmd_compare(const std::vector<std::string>& refs, const std::string& format) {
@@ -290,7 +303,7 @@ int cmd_compare(const std::vector<std::string>& refs, const std::string& format)
 }
 
 struct RankArgs {
-  std::string hardware, model, space = "default", output, format = "table", objective;
+  std::string hardware, model, space = "default", output, format = "table", objective, export_to;
   std::vector<int> nodes;
   std::vector<std::string> sets;
   int top = 0, threads = 0, resimulate = 64;
@@ -343,6 +356,10 @@ std::string memory_fix(const paraplan::Planner& planner, const paraplan::Strateg
 }
 
 int cmd_rank(const RankArgs& a) {
+  if (!a.export_to.empty() && (a.format == "json" || a.format == "csv")) {
+    std::cerr << "paraplan rank: --export prints launch settings after the table; use it with --format table or md\n";
+    return kExitBadInput;
+  }
   std::vector<std::string> sets = a.sets;
   if (!a.hardware.empty()) sets.push_back("hardware=" + a.hardware);
   if (!a.model.empty()) sets.push_back("model=" + a.model);
@@ -402,6 +419,11 @@ int cmd_rank(const RankArgs& a) {
     if (!a.output.empty()) {
       std::cout << "\nReports: " << a.output << ".md, " << a.output << ".csv, " << a.output << ".json\n";
     }
+  }
+  if (!a.export_to.empty() && !r.best.empty()) {
+    paraplan::Plan best{space.hardware, space.model, r.best.front().strategy};
+    best.strategy.name = "the best plan (#1)";
+    std::cout << "\n" << paraplan::launch_settings(best, *launch_target(a.export_to));
   }
   if (r.best.empty()) {
     if (r.evaluated == 0) {
@@ -683,6 +705,7 @@ int main(int argc, char** argv) {
       "  paraplan compare br166-ep16-mb2 br166-ep32-32n-mb1\n"
       "  paraplan check hardware/br166-ubbv2.yaml my-strategy.yaml\n"
       "  paraplan import-hf config.json -o models/my-model.yaml\n"
+      "  paraplan export deepseek-v3-h800 --to megatron\n"
       "\nExit codes: 0 success, 1 internal error, 2 bad input or arguments, 3 no feasible strategy.\n"
       "Input schemas: docs/inputs.md\n");
 
@@ -755,6 +778,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"table", "md", "csv", "json"}))
       ->capture_default_str();
   rank->add_option("--threads", rank_args.threads, "Worker threads (default: all cores)");
+  rank->add_option("--export", rank_args.export_to, "Print the best plan's launch settings: megatron | torchtitan")
+      ->check(CLI::IsMember({"megatron", "torchtitan"}));
   rank->add_option("--resimulate", rank_args.resimulate,
                    "Re-time the best K of the closed form by the event simulation and rank by it (0: off)")
       ->check(CLI::NonNegativeNumber)
@@ -788,6 +813,23 @@ int main(int argc, char** argv) {
       "  paraplan import-hf tests/data/hf/deepseek-v3/config.json --seq-len 4096\n"
       "  paraplan import-hf path/to/Qwen3-235B-A22B/config.json -o models/qwen3-235b-a22b.yaml\n"
       "  paraplan rank -m path/to/config.json --set training.seq_len=4096\n");
+
+  std::string export_ref, export_to;
+  std::vector<std::string> export_sets;
+  auto* export_cmd = app.add_subcommand(
+      "export", "A strategy's launch settings for Megatron-LM (arguments) or torchtitan (job TOML)");
+  export_cmd->add_option("strategy", export_ref, "Strategy YAML file or built-in strategy name")->required();
+  export_cmd->add_option("--to", export_to, "megatron | torchtitan")
+      ->required()
+      ->check(CLI::IsMember({"megatron", "torchtitan"}));
+  export_cmd->add_option("--set", export_sets, "Override a strategy key, e.g. --set parallel.ep=32 (repeatable)");
+  export_cmd->footer(
+      "Settings the framework cannot express are printed as `# not expressible: ...` comments,\n"
+      "with the nearest setting where there is one (docs/interop.md).\n"
+      "Examples:\n"
+      "  paraplan export deepseek-v3-h800 --to megatron\n"
+      "  paraplan export br166-ep16-mb2 --to torchtitan\n"
+      "  paraplan rank -s llama3-70b-h100 --nodes 64 --top 3 --export megatron\n");
 
   CalibrateArgs cal;
   auto* calibrate = app.add_subcommand("calibrate", "Hardware numbers from benchmark output, with the fit shown");
@@ -922,6 +964,7 @@ int main(int argc, char** argv) {
       if (import_args.seq_len > 0) command += " --seq-len " + std::to_string(import_args.seq_len);
       return cmd_import_hf(import_args, command);
     }
+    if (export_cmd->parsed()) return cmd_export(export_ref, export_sets, export_to);
     if (validate->parsed()) return cmd_validate(validate_dir);
     if (cal_coll->parsed()) return cmd_calibrate_collective(cal);
     if (cal_gemm->parsed()) return cmd_calibrate_gemm(cal);

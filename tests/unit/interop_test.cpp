@@ -1,6 +1,7 @@
 // Interoperation: a Hugging Face config.json read as a model (import-hf, and a .json path
-// wherever a model is expected). Expected counts are derived by hand from the published
-// configurations.
+// wherever a model is expected), and a plan written as Megatron-LM arguments or a
+// torchtitan job TOML (export). Expected counts are derived by hand from the published
+// configurations; expected flags from the strategy files.
 
 #include <doctest/doctest.h>
 #include <sys/wait.h>
@@ -54,6 +55,21 @@ Run cli(const std::string& args) {
 }
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+/// The lines of `text` that start with `prefix` (after indentation).
+std::vector<std::string> lines_with(const std::string& text, const std::string& prefix) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    const std::size_t first = line.find_first_not_of(' ');
+    if (first != std::string::npos && line.compare(first, prefix.size(), prefix) == 0) out.push_back(line.substr(first));
+    start = end + 1;
+  }
+  return out;
+}
 
 /// The diagnostics a throwing call reports, as `file:line:col: error: message` lines.
 template <typename F>
@@ -361,5 +377,163 @@ TEST_SUITE("interop.hf_import") {
     CHECK(bad.rc == 2);
     CHECK_FALSE(has(bad.out, "wrote"));
     CHECK(has(bad.err, "paraplan import-hf: cannot write /proc/no/such/dir/m.yaml"));
+  }
+}
+
+TEST_SUITE("interop.export") {
+  TEST_CASE("Megatron-LM arguments of deepseek-v3-h800, each from the strategy file") {
+    const std::string m = launch_settings(load_plan("deepseek-v3-h800"), LaunchTarget::Megatron);
+    // parallel: {tp: 1, pp: 16, dp: 128, ep: 64}; etp and cp default 1; no sp, no vpp.
+    for (const char* flag :
+         {"--tensor-model-parallel-size 1", "--pipeline-model-parallel-size 16", "--expert-model-parallel-size 64",
+          "--expert-tensor-parallel-size 1", "--context-parallel-size 1",
+          // training: micro_batch 1, global_batch 15360, the model's 4096 sequence
+          "--micro-batch-size 1", "--global-batch-size 15360", "--seq-length 4096",
+          // recompute: [layernorm, mla_up_proj, moe_act]
+          "--recompute-granularity selective", "--recompute-modules layernorm mla_up_proj moe_act",
+          // precision fp8 with fp8_storage; zero 1; optimizer adam_bf16
+          "--bf16", "--fp8-format hybrid", "--fp8-param-gather", "--use-distributed-optimizer",
+          "--use-precision-aware-optimizer", "--exp-avg-dtype bf16", "--exp-avg-sq-dtype bf16",
+          // moe: dispatch deepep; node_limited routing, 4 nodes per token of EP 64 / 8 GPUs = 8 nodes
+          "--moe-token-dispatcher-type flex", "--moe-flex-dispatcher-backend deepep", "--moe-router-num-groups 8",
+          "--moe-router-group-topk 4",
+          // overlap dp
+          "--overlap-grad-reduce", "--overlap-param-gather",
+          // the model: 3 dense layers then 58 MoE, one MTP module
+          "--moe-layer-freq \"([0]*3+[1]*58)\"", "--mtp-num-layers 1", "--multi-latent-attention"}) {
+      CAPTURE(flag);
+      CHECK(lines_with(m, flag).size() == 1);
+    }
+    CHECK(lines_with(m, "--sequence-parallel").empty());
+    CHECK(lines_with(m, "--num-layers-per-virtual-pipeline-stage").empty());
+    CHECK(lines_with(m, "--recompute-method").empty());
+    // DualPipe has no Megatron-LM schedule; 61 layers over 16 stages as 3 3 4 ... 4 3 is not
+    // first / last / even middle: the nearest split (3 + 14 x 4 + 2 = 61) is named.
+    const auto lost = lines_with(m, "# not expressible:");
+    REQUIRE(lost.size() == 3);
+    CHECK(has(lost[0], "layers per pipeline chunk 3 3 4 4 4 4 4 4 4 4 4 4 4 4 4 3"));
+    CHECK(has(lost[0], "nearest: --decoder-first-pipeline-num-layers 3 --decoder-last-pipeline-num-layers 2"));
+    CHECK(has(lost[1], "schedule dualpipe"));
+    CHECK(has(lost[2], "moe.dispatch_precision fp8"));
+    CHECK(has(m, "MEGATRON_ARGS=(\n"));
+    CHECK(has(m, "\n)\n"));
+  }
+
+  TEST_CASE("Megatron-LM arguments of br166-ep16-mb2, each from the strategy file") {
+    const std::string m = launch_settings(load_plan("br166-ep16-mb2"), LaunchTarget::Megatron);
+    // parallel: {tp: 1, pp: 16, dp: 8, ep: 16, etp: 1, vpp: 1, cp: 1}; micro_batch 2, global 960;
+    // recompute full; zero 1, adam8bit, optimizer_offload, activation_offload; dispatch
+    // allgather; 1f1b with overlap ep and dp.
+    for (const char* flag :
+         {"--tensor-model-parallel-size 1", "--pipeline-model-parallel-size 16", "--expert-model-parallel-size 16",
+          "--expert-tensor-parallel-size 1", "--context-parallel-size 1", "--micro-batch-size 2",
+          "--global-batch-size 960", "--seq-length 4096", "--recompute-granularity full",
+          "--recompute-method uniform", "--recompute-num-layers 1", "--use-distributed-optimizer",
+          "--optimizer-cpu-offload", "--optimizer-offload-fraction 1.0", "--moe-token-dispatcher-type allgather",
+          "--bf16", "--overlap-grad-reduce", "--overlap-moe-expert-parallel-comm"}) {
+      CAPTURE(flag);
+      CHECK(lines_with(m, flag).size() == 1);
+    }
+    CHECK(lines_with(m, "--fp8-format").empty());
+    CHECK(lines_with(m, "--moe-router-num-groups").empty());  // routing uniform
+    const auto lost = lines_with(m, "# not expressible:");
+    REQUIRE(lost.size() == 4);
+    CHECK(has(lost[0], "layers per pipeline chunk"));
+    CHECK(has(lost[1], "ep_over_dies (EP 16 over the 2 dies of each BR166"));
+    CHECK(has(lost[2], "optimizer adam8bit"));
+    CHECK(has(lost[3], "training.activation_offload"));
+  }
+
+  TEST_CASE("torchtitan settings of both strategies") {
+    const std::string d = launch_settings(load_plan("deepseek-v3-h800"), LaunchTarget::Torchtitan);
+    // dp 128 sharded (ZeRO-1 -> FSDP2 without resharding after forward), global 15360 over
+    // dp 128 = 120 sequences per DP rank in micro-batches of 1.
+    for (const char* line :
+         {"[parallelism]", "data_parallel_shard_degree = 128", "fsdp_reshard_after_forward = \"never\"",
+          "tensor_parallel_degree = 1", "pipeline_parallel_degree = 16", "pipeline_parallel_schedule = \"DualPipeV\"",
+          "pipeline_parallel_microbatch_size = 1", "context_parallel_degree = 1", "expert_parallel_degree = 64",
+          "expert_parallel_comm_backend = \"deepep\"", "[training]", "local_batch_size = 120",
+          "global_batch_size = 15360", "seq_len = 4096", "[activation_checkpoint]", "mode = \"selective\""}) {
+      CAPTURE(line);
+      CHECK(lines_with(d, line).size() == 1);
+    }
+    // DualPipeV runs two chunks per rank: 61 layers over 32 chunks, as paraplan spreads them.
+    CHECK(has(d, "  [\"tok_embeddings\", \"layers.0\"],\n  [\"layers.1\"],\n"));
+    CHECK(has(d, "  [\"layers.60\", \"norm\", \"output\"],\n]"));
+    CHECK(has(d, "# not expressible: schedule dualpipe"));
+
+    const std::string b = launch_settings(load_plan("br166-ep16-mb2"), LaunchTarget::Torchtitan);
+    // dp 8: 960 / 8 = 120 per DP rank in micro-batches of 2; recompute full.
+    for (const char* line :
+         {"data_parallel_shard_degree = 8", "pipeline_parallel_degree = 16", "pipeline_parallel_schedule = \"1F1B\"",
+          "pipeline_parallel_microbatch_size = 2", "expert_parallel_degree = 16",
+          "expert_parallel_comm_backend = \"standard\"", "local_batch_size = 120", "global_batch_size = 960",
+          "enable_cpu_offload = true", "mode = \"full\""}) {
+      CAPTURE(line);
+      CHECK(lines_with(b, line).size() == 1);
+    }
+    // EP 16 counts dies; torchtitan's EP ranks come from the 8 sharded DP ranks of a stage.
+    CHECK(has(b, "# not expressible: EP 16 (torchtitan forms EP from data_parallel_shard x context_parallel x "
+                 "tensor_parallel = 8 ranks)"));
+    CHECK(has(b, "# not expressible: moe.dispatch allgather"));
+    CHECK(has(b, "# not expressible: ep_over_dies"));
+    CHECK(has(b, "# not expressible: optimizer adam8bit"));
+  }
+
+  TEST_CASE("uneven stages and virtual stages the frameworks can express") {
+    // Megatron-LM's own first / last stage options pass through; torchtitan gets the chunks.
+    const Plan uneven = load_plan("deepseek-v3-h800", {"parallel.decoder_first_pipeline_num_layers=3",
+                                                       "parallel.decoder_last_pipeline_num_layers=2",
+                                                       "schedule=1f1b"});
+    const std::string m = launch_settings(uneven, LaunchTarget::Megatron);
+    CHECK(lines_with(m, "--decoder-first-pipeline-num-layers 3").size() == 1);
+    CHECK(lines_with(m, "--decoder-last-pipeline-num-layers 2").size() == 1);
+    CHECK(lines_with(m, "# not expressible: layers").empty());
+    const std::string t = launch_settings(uneven, LaunchTarget::Torchtitan);
+    CHECK(has(t, "  [\"tok_embeddings\", \"layers.0\", \"layers.1\", \"layers.2\"],\n"));
+    CHECK(has(t, "  [\"layers.59\", \"layers.60\", \"norm\", \"output\"],\n]"));
+
+    // Mixtral 8x7B on 4 H100 nodes: TP2 with SP, PP4 x VPP2 interleaved, EP8: 32 layers / 8
+    // chunks = 4 layers per virtual stage; global 256 over DP 4 = 64 per DP rank.
+    const std::string yaml = R"(
+hardware: h100-sxm-ib
+model: mixtral-8x7b
+nodes: 4
+parallel: {tp: 2, pp: 4, dp: 4, ep: 8, vpp: 2, sp: true}
+training: {micro_batch: 1, global_batch: 256, recompute: selective, zero: 1}
+moe: {dispatch: alltoall}
+schedule: interleaved
+)";
+    const Plan mix = parse_plan(yaml, "mixtral.yaml");
+    const std::string mm = launch_settings(mix, LaunchTarget::Megatron);
+    for (const char* flag : {"--num-layers-per-virtual-pipeline-stage 4", "--sequence-parallel",
+                             "--group-query-attention", "--num-query-groups 8", "--kv-channels 128",
+                             "--moe-token-dispatcher-type alltoall", "--recompute-granularity selective"}) {
+      CAPTURE(flag);
+      CHECK(lines_with(mm, flag).size() == 1);
+    }
+    CHECK(lines_with(mm, "--moe-layer-freq").empty());  // every layer MoE: the default
+    CHECK(lines_with(mm, "# not expressible").empty());
+    const std::string mt = launch_settings(mix, LaunchTarget::Torchtitan);
+    for (const char* line :
+         {"pipeline_parallel_schedule = \"Interleaved1F1B\"", "pipeline_parallel_layers_per_stage = 4",
+          "pipeline_parallel_first_stage_less_layers = 0", "local_batch_size = 64", "tensor_parallel_degree = 2",
+          "selective_ac_option = \"op\""}) {
+      CAPTURE(line);
+      CHECK(lines_with(mt, line).size() == 1);
+    }
+  }
+
+  TEST_CASE("paraplan export and rank --export") {
+    const Run e = cli("export deepseek-v3-h800 --to megatron");
+    CHECK(e.rc == 0);
+    CHECK(e.out == launch_settings(load_plan("deepseek-v3-h800"), LaunchTarget::Megatron));
+    CHECK(cli("export deepseek-v3-h800 --to deepspeed").rc == 2);
+    CHECK(cli("export no-such-strategy --to megatron").rc == 2);
+    const Run r = cli("rank --nodes 16 --top 1 --threads 1 --export torchtitan");
+    CHECK(r.rc == 0);
+    CHECK(has(r.out, "# torchtitan job settings for the best plan (#1): deepseek-v3 on br166-ubbv2"));
+    CHECK(has(r.out, "[parallelism]"));
+    CHECK(cli("rank --nodes 16 --format json --export megatron").rc == 2);
   }
 }
