@@ -357,6 +357,39 @@ TEST_SUITE("interop.hf_import") {
     CHECK(first("{}") == "c.json:1:1: error: missing required key `model_type`");
   }
 
+  TEST_CASE("mutated config.json files import or fail with ConfigError, never otherwise") {
+    // Deterministic mutants of DeepSeek-V3's config.json: a byte deleted, replaced or
+    // duplicated, a cut-off tail.
+    const std::string base = read(hf("deepseek-v3/config.json"));
+    unsigned seed = 7;
+    auto next = [&] {
+      seed = seed * 1103515245u + 12345u;
+      return (seed >> 8) % static_cast<unsigned>(base.size());
+    };
+    const std::string junk = "{}[],:\"\\0-eE.9 \nntfuxN";
+    int ok = 0, rejected = 0;
+    for (int i = 0; i < 600; ++i) {
+      std::string m = base;
+      const unsigned at = next();
+      switch (i % 4) {
+        case 0: m.erase(at, 1); break;
+        case 1: m[at] = junk[next() % junk.size()]; break;
+        case 2: m.insert(at, 1, m[at]); break;
+        case 3: m.resize(at); break;
+      }
+      try {
+        (void)parse_hf_config(m, "mutant.json");
+        ++ok;
+      } catch (const ConfigError& e) {
+        CHECK_FALSE(e.diagnostics().empty());
+        ++rejected;
+      }
+    }
+    MESSAGE("imported " << ok << ", rejected " << rejected);
+    CHECK(rejected > 0);
+    CHECK(ok > 0);  // a changed digit or a space still imports
+  }
+
   TEST_CASE("import-hf prints the YAML, lists what it did not map, and writes with -o only when it can") {
     const Run p = cli("import-hf " + hf("qwen3-235b-a22b/config.json") + " --seq-len 4096");
     CHECK(p.rc == 0);
