@@ -704,7 +704,7 @@ int main(int argc, char** argv) {
       "  paraplan evaluate br166-ep16-mb2\n"
       "  paraplan compare br166-ep16-mb2 br166-ep32-32n-mb1\n"
       "  paraplan check hardware/br166-ubbv2.yaml my-strategy.yaml\n"
-      "  paraplan import-hf config.json -o models/my-model.yaml\n"
+      "  paraplan import-hf tests/data/hf/deepseek-v3/config.json -o my-models/deepseek-v3.yaml\n"
       "  paraplan export deepseek-v3-h800 --to megatron\n"
       "\nExit codes: 0 success, 1 internal error, 2 bad input or arguments, 3 no feasible strategy.\n"
       "Input schemas: docs/inputs.md\n");
@@ -809,10 +809,10 @@ int main(int argc, char** argv) {
       "not mapped are listed on stderr (`unmapped: ...`), with notes on what the schema cannot say\n"
       "exactly. A config.json also works directly wherever a model is expected: `rank -m`,\n"
       "`--set model=...`, a strategy's `model:` (docs/interop.md).\n"
-      "Examples:\n"
+      "Examples (from the source folder):\n"
       "  paraplan import-hf tests/data/hf/deepseek-v3/config.json --seq-len 4096\n"
-      "  paraplan import-hf path/to/Qwen3-235B-A22B/config.json -o models/qwen3-235b-a22b.yaml\n"
-      "  paraplan rank -m path/to/config.json --set training.seq_len=4096\n");
+      "  paraplan import-hf tests/data/hf/qwen3-235b-a22b/config.json -o my-models/qwen3-235b-a22b.yaml\n"
+      "  paraplan rank -m tests/data/hf/deepseek-v3/config.json --set training.seq_len=4096 --nodes 32\n");
 
   std::string export_ref, export_to;
   std::vector<std::string> export_sets;
