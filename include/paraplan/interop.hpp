@@ -17,18 +17,20 @@ namespace paraplan {
 
 /// Settings of a config.json import.
 struct HfImportOptions {
-  std::string name;     ///< the model's name; empty = the folder of `.../NAME/config.json`, else the stem
+  std::string
+      name;  ///< the model's name; empty = the folder of `.../NAME/config.json`, else the stem
   int seq_len = 0;      ///< sequence length; 0 = max_position_embeddings
   std::string command;  ///< the command line, recorded in the YAML's header comment
 };
 
 /// A Hugging Face config.json read as a paraplan model.
 struct HfImport {
-  ModelSpec model;                    ///< as load_model would give it from `yaml`
-  std::string yaml;                   ///< a models/*.yaml file; each value names its config.json key
-  std::string model_type;             ///< config.json's `model_type`
+  ModelSpec model;         ///< as load_model would give it from `yaml`
+  std::string yaml;        ///< a models/*.yaml file; each value names its config.json key
+  std::string model_type;  ///< config.json's `model_type`
   std::vector<std::string> unmapped;  ///< top-level config.json keys not mapped, in file order
-  std::vector<std::string> notes;     ///< what the model schema cannot say exactly, and what was assumed
+  std::vector<std::string>
+      notes;  ///< what the model schema cannot say exactly, and what was assumed
 };
 
 /// The `model_type`s an import reads: deepseek_v2, deepseek_v3, gpt_neox, llama, mixtral,
@@ -41,7 +43,8 @@ struct HfImport {
 [[nodiscard]] PARAPLAN_EXPORT HfImport import_hf_config(const std::string& path,
                                                         const HfImportOptions& options = {});
 /// The same from JSON text; `display_name` is used in diagnostics and the model's name.
-[[nodiscard]] PARAPLAN_EXPORT HfImport parse_hf_config(std::string_view json, const std::string& display_name,
+[[nodiscard]] PARAPLAN_EXPORT HfImport parse_hf_config(std::string_view json,
+                                                       const std::string& display_name,
                                                        const HfImportOptions& options = {});
 
 /// Training frameworks a plan can be exported to.

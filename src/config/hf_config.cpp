@@ -32,13 +32,20 @@ const std::vector<std::pair<std::string, Family>>& families() {
 // The transformers configuration class of a family, for "default of ..." comments.
 const char* class_name(Family f) {
   switch (f) {
-    case Family::DeepseekV2: return "DeepseekV2Config";
-    case Family::DeepseekV3: return "DeepseekV3Config";
-    case Family::GptNeox: return "GPTNeoXConfig";
-    case Family::Llama: return "LlamaConfig";
-    case Family::Mixtral: return "MixtralConfig";
-    case Family::Qwen3: return "Qwen3Config";
-    case Family::Qwen3Moe: return "Qwen3MoeConfig";
+    case Family::DeepseekV2:
+      return "DeepseekV2Config";
+    case Family::DeepseekV3:
+      return "DeepseekV3Config";
+    case Family::GptNeox:
+      return "GPTNeoXConfig";
+    case Family::Llama:
+      return "LlamaConfig";
+    case Family::Mixtral:
+      return "MixtralConfig";
+    case Family::Qwen3:
+      return "Qwen3Config";
+    case Family::Qwen3Moe:
+      return "Qwen3MoeConfig";
   }
   return "?";
 }
@@ -71,7 +78,8 @@ class Builder {
     std::size_t start = 0;
     while (true) {
       const std::size_t dot = dotted.find('.', start);
-      const std::string key = dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+      const std::string key =
+          dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
       Node* next = cur->find(key);
       if (next == nullptr) {
         Node fresh;
@@ -138,7 +146,8 @@ class Builder {
         for (const Node& item : value.items) out += pad + "  - " + yaml_string(item.scalar) + "\n";
         continue;
       }
-      std::string line = pad + key + ": " + (quoted_.count(dotted) ? yaml_string(value.scalar) : value.scalar);
+      std::string line =
+          pad + key + ": " + (quoted_.count(dotted) ? yaml_string(value.scalar) : value.scalar);
       const auto c = comments_.find(dotted);
       if (c != comments_.end() && !c->second.empty()) {
         line += std::string(line.size() < 30 ? 30 - line.size() : 1, ' ') + "# " + c->second;
@@ -208,7 +217,8 @@ class Keys {
       return out;
     }
     for (const Node& item : n->items) {
-      if (auto v = reader_.scalars().integer(item, key, lo, hi)) out.push_back(static_cast<int>(*v));
+      if (auto v = reader_.scalars().integer(item, key, lo, hi))
+        out.push_back(static_cast<int>(*v));
     }
     return out;
   }
@@ -285,7 +295,9 @@ HfTree hf_model_tree(const Node& root, const std::string& display, const HfOptio
   HfTree out;
   if (!root.is_map()) {
     if (!root.is_null() || root.loc.line > 0) {
-      diags.error(root.loc, "a Hugging Face config.json is one JSON object of model settings ({\"model_type\": ...})");
+      diags.error(root.loc,
+                  "a Hugging Face config.json is one JSON object of model settings "
+                  "({\"model_type\": ...})");
     }
     return out;
   }
@@ -297,7 +309,8 @@ HfTree hf_model_tree(const Node& root, const std::string& display, const HfOptio
                                    [&](const auto& f) { return f.first == *type; });
   if (fam_it == families().end()) {
     std::string msg = "unknown model_type `" + *type + "`";
-    if (auto near = util::nearest(*type, hf_model_types()); !near.empty()) msg += "; did you mean `" + near + "`?";
+    if (auto near = util::nearest(*type, hf_model_types()); !near.empty())
+      msg += "; did you mean `" + near + "`?";
     msg += " (paraplan imports " + util::join(hf_model_types(), ", ") + ")";
     diags.error(k.loc("model_type"), std::move(msg));
     return out;
@@ -311,8 +324,10 @@ HfTree hf_model_tree(const Node& root, const std::string& display, const HfOptio
   Builder b;
   const std::string name = options.name.empty() ? hf_name_from_path(display) : options.name;
   b.put_text("name", name, at_root);
-  b.put_text("description", *type + " model from a Hugging Face config.json (" + display + ")", at_root);
-  b.put_list("sources", {display + " (model_type " + *type + "), imported by paraplan import-hf"}, at_root);
+  b.put_text("description", *type + " model from a Hugging Face config.json (" + display + ")",
+             at_root);
+  b.put_list("sources", {display + " (model_type " + *type + "), imported by paraplan import-hf"},
+             at_root);
 
   // ---- sizes --------------------------------------------------------------------------
   const std::optional<int> layers = k.count("num_hidden_layers", Need::Required, 1, 1 << 16);
@@ -329,7 +344,8 @@ HfTree hf_model_tree(const Node& root, const std::string& display, const HfOptio
           "max_position_embeddings (the longest context; pre-training often used less)");
   }
   if (auto v = k.flag("tie_word_embeddings")) {
-    b.put("tied_embeddings", *v ? "true" : "false", k.loc("tie_word_embeddings"), "tie_word_embeddings");
+    b.put("tied_embeddings", *v ? "true" : "false", k.loc("tie_word_embeddings"),
+          "tie_word_embeddings");
   } else {
     b.put("tied_embeddings", "false", at_root, default_of("tie_word_embeddings"));
   }
@@ -339,22 +355,26 @@ HfTree hf_model_tree(const Node& root, const std::string& display, const HfOptio
   // Biases: the schema has one switch for every linear layer.
   {
     const bool attn_default = neox;  // GPT-NeoX: attention_bias True; the others False
-    const bool attn = k.present("attention_bias") ? k.flag("attention_bias").value_or(attn_default) : attn_default;
+    const bool attn = k.present("attention_bias") ? k.flag("attention_bias").value_or(attn_default)
+                                                  : attn_default;
     bool mlp = neox;  // GPT-NeoX's MLP always has biases; Llama's follows mlp_bias
     std::string mlp_from = neox ? "GPT-NeoX MLP" : "no MLP biases";
     if (fam == Family::Llama) {
       mlp = k.present("mlp_bias") ? k.flag("mlp_bias").value_or(false) : false;
       mlp_from = k.present("mlp_bias") ? "mlp_bias" : default_of("mlp_bias");
     }
-    const std::string attn_from = k.present("attention_bias") ? "attention_bias" : default_of("attention_bias");
+    const std::string attn_from =
+        k.present("attention_bias") ? "attention_bias" : default_of("attention_bias");
     if (attn == mlp) {
-      b.put("bias", attn ? "true" : "false", k.present("attention_bias") ? k.loc("attention_bias") : at_root,
+      b.put("bias", attn ? "true" : "false",
+            k.present("attention_bias") ? k.loc("attention_bias") : at_root,
             attn_from + ", " + mlp_from);
     } else {
       b.put("bias", "false", k.present("attention_bias") ? k.loc("attention_bias") : at_root,
             attn_from + ", " + mlp_from + " (only one of them)");
-      out.notes.push_back(std::string(attn ? "attention" : "MLP") +
-                          " biases are not counted: the model schema has one bias switch for every linear layer");
+      out.notes.push_back(
+          std::string(attn ? "attention" : "MLP") +
+          " biases are not counted: the model schema has one bias switch for every linear layer");
     }
   }
   b.put("position_embedding", "rope", at_root, "model_type " + *type);
@@ -363,15 +383,18 @@ HfTree hf_model_tree(const Node& root, const std::string& display, const HfOptio
   const std::optional<int> heads = k.count("num_attention_heads", Need::Required);
   if (deepseek) {
     b.put("attention.kind", "mla", at_root, "model_type " + *type);
-    if (heads) b.put("attention.heads", str(*heads), k.loc("num_attention_heads"), "num_attention_heads");
+    if (heads)
+      b.put("attention.heads", str(*heads), k.loc("num_attention_heads"), "num_attention_heads");
     if (k.null("q_lora_rank")) {
       k.use("q_lora_rank");
-      b.put("attention.q_lora_rank", "0", k.loc("q_lora_rank"), "q_lora_rank null: no query compression");
+      b.put("attention.q_lora_rank", "0", k.loc("q_lora_rank"),
+            "q_lora_rank null: no query compression");
     } else if (auto v = k.count("q_lora_rank", Need::Required, 0)) {
       b.put("attention.q_lora_rank", str(*v), k.loc("q_lora_rank"), "q_lora_rank");
     }
     for (const char* key : {"kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"}) {
-      if (auto v = k.count(key, Need::Required, std::string_view(key) == "qk_rope_head_dim" ? 0 : 1)) {
+      if (auto v =
+              k.count(key, Need::Required, std::string_view(key) == "qk_rope_head_dim" ? 0 : 1)) {
         b.put(std::string("attention.") + key, str(*v), k.loc(key), key);
       }
     }
@@ -379,7 +402,8 @@ HfTree hf_model_tree(const Node& root, const std::string& display, const HfOptio
     if (k.present("num_key_value_heads")) {
       const std::optional<int> kv = k.count("num_key_value_heads", Need::Optional);
       if (kv && heads && *kv != *heads) {
-        out.notes.push_back("num_key_value_heads " + str(*kv) + " is not used: MLA has a key and a value per head");
+        out.notes.push_back("num_key_value_heads " + str(*kv) +
+                            " is not used: MLA has a key and a value per head");
       }
     }
     // transformers' DeepseekV3Config defines head_dim = qk_rope_head_dim; nothing to map.
@@ -396,7 +420,8 @@ HfTree hf_model_tree(const Node& root, const std::string& display, const HfOptio
     const bool gqa = heads && kv_heads != *heads;
     b.put("attention.kind", gqa ? "gqa" : "mha", gqa ? kv_loc : at_root,
           gqa ? "num_key_value_heads < num_attention_heads" : "one key/value head per head");
-    if (heads) b.put("attention.heads", str(*heads), k.loc("num_attention_heads"), "num_attention_heads");
+    if (heads)
+      b.put("attention.heads", str(*heads), k.loc("num_attention_heads"), "num_attention_heads");
     if (gqa) b.put("attention.kv_heads", str(kv_heads), kv_loc, kv_from);
     const bool qwen = fam == Family::Qwen3 || fam == Family::Qwen3Moe;
     if (k.present("head_dim") || qwen) {
@@ -404,11 +429,13 @@ HfTree hf_model_tree(const Node& root, const std::string& display, const HfOptio
         b.put("attention.head_dim", str(*v), k.loc("head_dim"), "head_dim");
       }
     } else if (heads && hidden && *hidden % *heads == 0) {
-      b.put("attention.head_dim", str(*hidden / *heads), at_root, "hidden_size / num_attention_heads");
+      b.put("attention.head_dim", str(*hidden / *heads), at_root,
+            "hidden_size / num_attention_heads");
     }
     if (qwen) {
-      out.notes.push_back("qk-norm (an RMSNorm over each head's query and key) is not modelled: 2 x head_dim "
-                          "parameters per layer and a small elementwise pass are left out");
+      out.notes.push_back(
+          "qk-norm (an RMSNorm over each head's query and key) is not modelled: 2 x head_dim "
+          "parameters per layer and a small elementwise pass are left out");
     }
   }
 
@@ -420,12 +447,13 @@ HfTree hf_model_tree(const Node& root, const std::string& display, const HfOptio
     std::string from = gated ? "gated MLP (gate, up, down)" : "GPT-NeoX MLP (up, down)";
     if (act) from += ", hidden_act " + *act;
     if (gated && act && *act != "silu" && *act != "swish") {
-      out.notes.push_back("hidden_act " + *act + " in a gated MLP is counted as SwiGLU (the same three matrices)");
+      out.notes.push_back("hidden_act " + *act +
+                          " in a gated MLP is counted as SwiGLU (the same three matrices)");
     }
     b.put("ffn.kind", gated ? "swiglu" : "gelu", act ? k.loc("hidden_act") : at_root, from);
     if (auto v = k.count("intermediate_size", Need::Required)) {
       b.put("ffn.intermediate", str(*v), k.loc("intermediate_size"),
-            fam == Family::Mixtral ? "intermediate_size (every layer is MoE: the experts' size)"
+            fam == Family::Mixtral    ? "intermediate_size (every layer is MoE: the experts' size)"
             : fam == Family::Qwen3Moe ? "intermediate_size (the dense MLP of mlp_only_layers)"
                                       : "intermediate_size");
     }
@@ -452,12 +480,14 @@ HfTree hf_model_tree(const Node& root, const std::string& display, const HfOptio
     const auto top_k = k.count("num_experts_per_tok", Need::Required);
     const auto inter = k.count("moe_intermediate_size", Need::Required);
     int step = 1;
-    if (k.present("decoder_sparse_step")) step = k.count("decoder_sparse_step", Need::Optional).value_or(1);
+    if (k.present("decoder_sparse_step"))
+      step = k.count("decoder_sparse_step", Need::Optional).value_or(1);
     std::vector<int> mlp_only = k.int_list("mlp_only_layers", 0, layers ? *layers - 1 : kMaxDim);
     if (experts && *experts > 0 && top_k && inter) {
       // Qwen3MoeDecoderLayer: sparse when not in mlp_only_layers and (i + 1) % step == 0.
       is_moe = [step, mlp_only](int i) {
-        return std::find(mlp_only.begin(), mlp_only.end(), i) == mlp_only.end() && (i + 1) % step == 0;
+        return std::find(mlp_only.begin(), mlp_only.end(), i) == mlp_only.end() &&
+               (i + 1) % step == 0;
       };
       moe_rule = "decoder_sparse_step " + str(step) + ", mlp_only_layers";
       moe_loc = k.present("decoder_sparse_step") ? k.loc("decoder_sparse_step") : at_root;
@@ -465,7 +495,8 @@ HfTree hf_model_tree(const Node& root, const std::string& display, const HfOptio
       b.put("moe.routed_experts", str(*experts), k.loc("num_experts"), "num_experts");
       b.put("moe.shared_experts", "0", at_root, "Qwen3-MoE has no shared expert");
       b.put("moe.top_k", str(*top_k), k.loc("num_experts_per_tok"), "num_experts_per_tok");
-      b.put("moe.expert_intermediate", str(*inter), k.loc("moe_intermediate_size"), "moe_intermediate_size");
+      b.put("moe.expert_intermediate", str(*inter), k.loc("moe_intermediate_size"),
+            "moe_intermediate_size");
     }
   } else if (deepseek) {
     if (k.null("n_routed_experts")) {
@@ -484,20 +515,24 @@ HfTree hf_model_tree(const Node& root, const std::string& display, const HfOptio
         shared = k.count("n_shared_experts", Need::Optional, 0).value_or(0);
       } else {
         k.use("n_shared_experts");
-        shared_from = k.null("n_shared_experts") ? "n_shared_experts null" : "n_shared_experts absent";
+        shared_from =
+            k.null("n_shared_experts") ? "n_shared_experts null" : "n_shared_experts absent";
       }
       if (experts && top_k && inter && first_dense) {
-        // DeepseekV2/V3DecoderLayer: MoE when i >= first_k_dense_replace and i % moe_layer_freq == 0.
+        // DeepseekV2/V3DecoderLayer: MoE when i >= first_k_dense_replace and i % moe_layer_freq ==
+        // 0.
         const int first = *first_dense;
         is_moe = [first, freq](int i) { return i >= first && i % freq == 0; };
-        moe_rule = "first_k_dense_replace" + std::string(freq > 1 ? ", moe_layer_freq " + str(freq) : "");
+        moe_rule =
+            "first_k_dense_replace" + std::string(freq > 1 ? ", moe_layer_freq " + str(freq) : "");
         moe_loc = k.loc("first_k_dense_replace");
         b.put("moe.dense_layers", str(first), moe_loc, moe_rule);
         b.put("moe.routed_experts", str(*experts), k.loc("n_routed_experts"), "n_routed_experts");
-        b.put("moe.shared_experts", str(shared), k.present("n_shared_experts") ? k.loc("n_shared_experts") : at_root,
-              shared_from);
+        b.put("moe.shared_experts", str(shared),
+              k.present("n_shared_experts") ? k.loc("n_shared_experts") : at_root, shared_from);
         b.put("moe.top_k", str(*top_k), k.loc("num_experts_per_tok"), "num_experts_per_tok");
-        b.put("moe.expert_intermediate", str(*inter), k.loc("moe_intermediate_size"), "moe_intermediate_size");
+        b.put("moe.expert_intermediate", str(*inter), k.loc("moe_intermediate_size"),
+              "moe_intermediate_size");
         // Group-limited routing: each token's experts come from at most topk_group of
         // n_group groups; DeepSeek places a group per node (V2: device-limited, V3:
         // node-limited routing, M = topk_group), so it is the node limit.
@@ -521,12 +556,14 @@ HfTree hf_model_tree(const Node& root, const std::string& display, const HfOptio
     // The schema puts the dense layers first; parameter and FLOP counts only need how many.
     const std::vector<bool> dense = dense_mask(*layers, is_moe);
     const int n_dense = static_cast<int>(std::count(dense.begin(), dense.end(), true));
-    const bool leading = std::all_of(dense.begin(), dense.begin() + n_dense, [](bool d) { return d; });
+    const bool leading =
+        std::all_of(dense.begin(), dense.begin() + n_dense, [](bool d) { return d; });
     if (n_dense == *layers) {
       b.erase("moe");
       out.notes.push_back("no layer is MoE under " + moe_rule + ": imported as a dense model");
     } else {
-      b.put("moe.dense_layers", str(n_dense), moe_loc, moe_rule + (leading ? "" : " (positions moved first)"));
+      b.put("moe.dense_layers", str(n_dense), moe_loc,
+            moe_rule + (leading ? "" : " (positions moved first)"));
       if (!leading) {
         std::vector<std::string> where;
         for (int i = 0; i < *layers; ++i) {
@@ -551,21 +588,26 @@ HfTree hf_model_tree(const Node& root, const std::string& display, const HfOptio
   }
   if (neox && k.present("hidden_dropout")) {
     if (auto v = k.number("hidden_dropout", 0.0, 0.99)) {
-      b.put("hidden_dropout", root.find("hidden_dropout")->scalar, k.loc("hidden_dropout"), "hidden_dropout");
+      b.put("hidden_dropout", root.find("hidden_dropout")->scalar, k.loc("hidden_dropout"),
+            "hidden_dropout");
     }
   }
 
   // Things the schema cannot say, worth a line.
   if (auto v = k.peek_text("use_sliding_window"); v && *v == "true") {
-    out.notes.push_back("sliding-window attention (use_sliding_window) is not modelled: attention is costed over the "
-                        "whole sequence");
+    out.notes.push_back(
+        "sliding-window attention (use_sliding_window) is not modelled: attention is costed over "
+        "the "
+        "whole sequence");
   } else if (fam == Family::Mixtral && k.present("sliding_window")) {
-    out.notes.push_back("sliding_window is not modelled: attention is costed over the whole sequence");
+    out.notes.push_back(
+        "sliding_window is not modelled: attention is costed over the whole sequence");
   }
   if (neox) {
     if (auto v = k.peek_text("use_parallel_residual"); v && *v == "true") {
-      out.notes.push_back("use_parallel_residual: attention and MLP run side by side from one input; costed as a "
-                          "sequential layer (same parameters and FLOP)");
+      out.notes.push_back(
+          "use_parallel_residual: attention and MLP run side by side from one input; costed as a "
+          "sequential layer (same parameters and FLOP)");
     }
   }
 
@@ -573,8 +615,10 @@ HfTree hf_model_tree(const Node& root, const std::string& display, const HfOptio
   out.model = b.tree();
   std::string first = name + ": imported from " + display + " (model_type " + *type + ")";
   if (!options.command.empty()) first += " by `" + options.command + "`";
-  std::string header = comment_lines(first + ". Each value names the config.json key it came from.");
-  if (!out.unmapped.empty()) header += comment_lines("Not mapped: " + util::join(out.unmapped, ", ") + ".");
+  std::string header =
+      comment_lines(first + ". Each value names the config.json key it came from.");
+  if (!out.unmapped.empty())
+    header += comment_lines("Not mapped: " + util::join(out.unmapped, ", ") + ".");
   for (const std::string& n : out.notes) header += comment_lines("Note: " + n + ".");
   out.yaml = header + b.yaml();
   return out;

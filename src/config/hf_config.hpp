@@ -24,7 +24,7 @@ struct HfTree {
   std::string model_type;             ///< config.json's model_type
   std::vector<std::string> unmapped;  ///< top-level keys not mapped, in file order
   std::vector<std::string> notes;     ///< what the schema cannot say exactly, and what was assumed
-  std::string yaml;                   ///< `model` as a model file, each value's source key in a comment
+  std::string yaml;  ///< `model` as a model file, each value's source key in a comment
 };
 
 /// The model_types hf_model_tree reads, in alphabetical order.

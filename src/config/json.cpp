@@ -60,7 +60,8 @@ class JsonReader {
   }
 
   void ws() {
-    while (!at_end() && (peek() == ' ' || peek() == '\t' || peek() == '\n' || peek() == '\r')) advance();
+    while (!at_end() && (peek() == ' ' || peek() == '\t' || peek() == '\n' || peek() == '\r'))
+      advance();
   }
 
   std::string describe_here() const {
@@ -105,8 +106,10 @@ class JsonReader {
         return out;
       }
     }
-    fail("not JSON: expected a value (an object, array, string, number, true, false or null), found " +
-         describe_here());
+    fail(
+        "not JSON: expected a value (an object, array, string, number, true, false or null), "
+        "found " +
+        describe_here());
     return out;
   }
 
@@ -242,7 +245,8 @@ class JsonReader {
         break;
       }
       if (static_cast<unsigned char>(c) < 0x20) {
-        fail("not JSON: a control character (a line break?) inside a string; write it as an escape");
+        fail(
+            "not JSON: a control character (a line break?) inside a string; write it as an escape");
         break;
       }
       if (c != '\\') {
@@ -253,14 +257,30 @@ class JsonReader {
       advance();
       const char e = peek();
       switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
         case 'u': {
           advance();
           long cp = hex4();
@@ -281,7 +301,8 @@ class JsonReader {
           continue;  // hex4 advanced past the digits
         }
         default:
-          fail(std::string("not JSON: unknown escape `\\") + (e == '\0' ? ' ' : e) + "` in a string");
+          fail(std::string("not JSON: unknown escape `\\") + (e == '\0' ? ' ' : e) +
+               "` in a string");
           return out;
       }
       advance();

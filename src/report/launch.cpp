@@ -50,8 +50,8 @@ std::vector<int> chunk_layers(const Plan& plan) {
   int chunks = std::max(1, p.pp);
   if (s.schedule == Schedule::Interleaved) chunks *= std::max(1, p.vpp);
   if (s.schedule == Schedule::DualPipeV) chunks *= 2;
-  return schedule::chunk_layer_counts(plan.model.layers, chunks, p.first_stage_layers, p.last_stage_layers,
-                                      p.embedding_in_split, p.loss_in_split);
+  return schedule::chunk_layer_counts(plan.model.layers, chunks, p.first_stage_layers,
+                                      p.last_stage_layers, p.embedding_in_split, p.loss_in_split);
 }
 
 std::string join_counts(const std::vector<int>& counts) {
@@ -107,9 +107,9 @@ std::string megatron(const Plan& plan) {
   Lines o;
   o.add("# Megatron-LM arguments for " + s.name + ": " + m.name + " on " + plan.hardware.name +
         " (paraplan export --to megatron)");
-  o.add("# " + str(s.nodes) + " nodes x " + str(dpn) + " GPUs = " + str(world) + " ranks; data parallel " +
-        str(p.dp) + " = ranks / (TP " + str(p.tp) + " x PP " + str(p.pp) + " x CP " + str(p.cp) +
-        "), which Megatron-LM derives");
+  o.add("# " + str(s.nodes) + " nodes x " + str(dpn) + " GPUs = " + str(world) +
+        " ranks; data parallel " + str(p.dp) + " = ranks / (TP " + str(p.tp) + " x PP " +
+        str(p.pp) + " x CP " + str(p.cp) + "), which Megatron-LM derives");
   o.add("# torchrun --nnodes " + str(s.nodes) + " --nproc-per-node " + str(dpn) +
         " pretrain_gpt.py \"${MEGATRON_ARGS[@]}\" plus data, tokenizer and optimizer arguments");
   o.add("MEGATRON_ARGS=(");
@@ -137,9 +137,15 @@ std::string megatron(const Plan& plan) {
   }
   arg("--max-position-embeddings " + str(std::max(m.seq_len, seq)));
   switch (m.position_embedding) {
-    case PositionEmbedding::Rope: arg("--position-embedding-type rope"); break;
-    case PositionEmbedding::Learned: arg("--position-embedding-type learned_absolute"); break;
-    case PositionEmbedding::None: arg("--position-embedding-type none"); break;
+    case PositionEmbedding::Rope:
+      arg("--position-embedding-type rope");
+      break;
+    case PositionEmbedding::Learned:
+      arg("--position-embedding-type learned_absolute");
+      break;
+    case PositionEmbedding::None:
+      arg("--position-embedding-type none");
+      break;
     case PositionEmbedding::Alibi:
       lost.push_back("position_embedding alibi (Megatron-LM has learned_absolute, rope and none)");
       break;
@@ -158,11 +164,12 @@ std::string megatron(const Plan& plan) {
     arg("--moe-router-topk " + str(e.top_k));
     arg("--moe-ffn-hidden-size " + str(e.expert_intermediate));
     if (e.shared_experts > 0) {
-      arg("--moe-shared-expert-intermediate-size " + str(static_cast<long long>(e.shared_experts) *
-                                                         e.shared_expert_intermediate));
+      arg("--moe-shared-expert-intermediate-size " +
+          str(static_cast<long long>(e.shared_experts) * e.shared_expert_intermediate));
     }
     if (e.dense_layers > 0) {
-      arg("--moe-layer-freq \"([0]*" + str(e.dense_layers) + "+[1]*" + str(m.layers - e.dense_layers) + ")\"");
+      arg("--moe-layer-freq \"([0]*" + str(e.dense_layers) + "+[1]*" +
+          str(m.layers - e.dense_layers) + ")\"");
     }
     arg("--moe-grouped-gemm");
   }
@@ -187,22 +194,27 @@ std::string megatron(const Plan& plan) {
   }
   if (explicit_split || accounted) {
     // Megatron-LM's own options, which paraplan reproduces: pass them on as they are.
-    if (p.first_stage_layers > 0) arg("--decoder-first-pipeline-num-layers " + str(p.first_stage_layers));
-    if (p.last_stage_layers > 0) arg("--decoder-last-pipeline-num-layers " + str(p.last_stage_layers));
+    if (p.first_stage_layers > 0)
+      arg("--decoder-first-pipeline-num-layers " + str(p.first_stage_layers));
+    if (p.last_stage_layers > 0)
+      arg("--decoder-last-pipeline-num-layers " + str(p.last_stage_layers));
     if (p.embedding_in_split) arg("--account-for-embedding-in-pipeline-split");
     if (p.loss_in_split) arg("--account-for-loss-in-pipeline-split");
   } else if (!even && chunks >= 3 && all_equal(counts, 1, counts.size() - 1)) {
     // Equal middle chunks, uneven ends: exactly Megatron-LM's first / last stage options.
-    if (counts.front() != counts[1]) arg("--decoder-first-pipeline-num-layers " + str(counts.front()));
+    if (counts.front() != counts[1])
+      arg("--decoder-first-pipeline-num-layers " + str(counts.front()));
     if (counts.back() != counts[1]) arg("--decoder-last-pipeline-num-layers " + str(counts.back()));
   } else if (!even) {
     std::string line = "layers per pipeline chunk " + join_counts(counts) +
-                       " (paraplan's spread of " + str(m.layers) + " layers; Megatron-LM evens the middle chunks)";
+                       " (paraplan's spread of " + str(m.layers) +
+                       " layers; Megatron-LM evens the middle chunks)";
     int first = 0, middle = 0, last = 0;
     if (megatron_split(m.layers, chunks, first, middle, last)) {
       line += "; nearest: --decoder-first-pipeline-num-layers " + str(first) +
               " --decoder-last-pipeline-num-layers " + str(last) + " (" + str(middle) +
-              " in each other chunk; evaluate it with --set parallel.decoder_first_pipeline_num_layers=" +
+              " in each other chunk; evaluate it with --set "
+              "parallel.decoder_first_pipeline_num_layers=" +
               str(first) + " --set parallel.decoder_last_pipeline_num_layers=" + str(last) + ")";
     }
     lost.push_back(line);
@@ -214,13 +226,17 @@ std::string megatron(const Plan& plan) {
   }
   if (s.ep_over_dies) {
     lost.push_back("ep_over_dies (EP " + str(p.ep) + " over the " + str(plan.hardware.device.dies) +
-                   " dies of each " + plan.hardware.device.name + "; Megatron-LM's ranks are whole devices)");
+                   " dies of each " + plan.hardware.device.name +
+                   "; Megatron-LM's ranks are whole devices)");
   }
   switch (s.schedule) {
     case Schedule::OneFOneB:
-    case Schedule::Interleaved: break;
+    case Schedule::Interleaved:
+      break;
     case Schedule::ZeroBubble:
-      lost.push_back("schedule zero_bubble (ZB-H1; Megatron-LM runs 1F1B, or interleaved 1F1B with virtual stages)");
+      lost.push_back(
+          "schedule zero_bubble (ZB-H1; Megatron-LM runs 1F1B, or interleaved 1F1B with virtual "
+          "stages)");
       break;
     case Schedule::DualPipe:
     case Schedule::DualPipeV:
@@ -248,13 +264,16 @@ std::string megatron(const Plan& plan) {
   // ---- memory ----
   arg("# memory");
   switch (t.recompute.mode) {
-    case RecomputeMode::None: break;
+    case RecomputeMode::None:
+      break;
     case RecomputeMode::Full:
       arg("--recompute-granularity full");
       arg("--recompute-method uniform");
       arg("--recompute-num-layers 1");
       break;
-    case RecomputeMode::Selective: arg("--recompute-granularity selective"); break;
+    case RecomputeMode::Selective:
+      arg("--recompute-granularity selective");
+      break;
     case RecomputeMode::Modules:
       arg("--recompute-granularity selective");
       arg("--recompute-modules " + util::join(recompute_modules(t.recompute), " "));
@@ -262,23 +281,28 @@ std::string megatron(const Plan& plan) {
   }
   if (t.zero >= 1) arg("--use-distributed-optimizer");
   if (t.zero == 2) {
-    lost.push_back("training.zero 2 (gradient sharding; the distributed optimizer shards the optimizer states "
-                   "and reduce-scatters the gradients, keeping a full gradient buffer)");
+    lost.push_back(
+        "training.zero 2 (gradient sharding; the distributed optimizer shards the optimizer states "
+        "and reduce-scatters the gradients, keeping a full gradient buffer)");
   }
   if (t.zero == 3) {
-    lost.push_back("training.zero 3 (parameter sharding: Megatron-Core's own FSDP in recent versions; nearest "
-                   "here: --use-distributed-optimizer)");
+    lost.push_back(
+        "training.zero 3 (parameter sharding: Megatron-Core's own FSDP in recent versions; nearest "
+        "here: --use-distributed-optimizer)");
   }
   switch (t.optimizer) {
-    case Optimizer::Adam: break;
+    case Optimizer::Adam:
+      break;
     case Optimizer::AdamBf16:
       arg("--use-precision-aware-optimizer");
       arg("--exp-avg-dtype bf16");
       arg("--exp-avg-sq-dtype bf16");
       break;
     case Optimizer::Adam8bit:
-      lost.push_back("optimizer adam8bit (Megatron-LM's Adam keeps FP32 or, with --use-precision-aware-optimizer, "
-                     "BF16 moments)");
+      lost.push_back(
+          "optimizer adam8bit (Megatron-LM's Adam keeps FP32 or, with "
+          "--use-precision-aware-optimizer, "
+          "BF16 moments)");
       break;
   }
   if (t.optimizer_offload) {
@@ -286,8 +310,9 @@ std::string megatron(const Plan& plan) {
     arg("--optimizer-offload-fraction 1.0");
   }
   if (t.activation_offload) {
-    lost.push_back("training.activation_offload (activations to host memory; Transformer Engine's CPU offload "
-                   "is not a pretrain_gpt.py argument)");
+    lost.push_back(
+        "training.activation_offload (activations to host memory; Transformer Engine's CPU offload "
+        "is not a pretrain_gpt.py argument)");
   }
   if (t.unfused_attention) {
     arg("--attention-backend unfused");
@@ -296,30 +321,39 @@ std::string megatron(const Plan& plan) {
   } else if (t.attention_kernel == "fa2" || t.attention_kernel == "fa3") {
     arg("--attention-backend flash");
   } else if (!t.attention_kernel.empty()) {
-    lost.push_back("training.attention " + t.attention_kernel + " (Megatron-LM picks flash, fused (cuDNN), "
+    lost.push_back("training.attention " + t.attention_kernel +
+                   " (Megatron-LM picks flash, fused (cuDNN), "
                    "unfused or local with --attention-backend)");
   }
   if (t.eager_elementwise) {
-    lost.push_back("training.elementwise eager (Megatron-LM runs fused norm, SwiGLU, RoPE and cross-entropy kernels)");
+    lost.push_back(
+        "training.elementwise eager (Megatron-LM runs fused norm, SwiGLU, RoPE and cross-entropy "
+        "kernels)");
   }
 
   // ---- MoE execution ----
   if (moe) {
     arg("# MoE");
     switch (s.moe.dispatch) {
-      case Dispatch::AllGather: arg("--moe-token-dispatcher-type allgather"); break;
-      case Dispatch::AllToAll: arg("--moe-token-dispatcher-type alltoall"); break;
+      case Dispatch::AllGather:
+        arg("--moe-token-dispatcher-type allgather");
+        break;
+      case Dispatch::AllToAll:
+        arg("--moe-token-dispatcher-type alltoall");
+        break;
       case Dispatch::DeepEp:
         arg("--moe-token-dispatcher-type flex");
-        arg("--moe-flex-dispatcher-backend deepep   # before Megatron-Core 0.16: --moe-enable-deepep");
+        arg("--moe-flex-dispatcher-backend deepep   # before Megatron-Core 0.16: "
+            "--moe-enable-deepep");
         break;
       case Dispatch::SendRecvAllGather:
       case Dispatch::SendRecvDeepEp:
         arg(std::string("--moe-token-dispatcher-type ") +
             (s.moe.dispatch == Dispatch::SendRecvDeepEp ? "flex" : "allgather"));
         if (s.moe.dispatch == Dispatch::SendRecvDeepEp) arg("--moe-flex-dispatcher-backend deepep");
-        lost.push_back("moe.dispatch " + std::string(spelling(config::kDispatchNames, s.moe.dispatch)) +
-                       " (the seeds' send/recv relay between node pairs; nearest: the dispatcher above)");
+        lost.push_back(
+            "moe.dispatch " + std::string(spelling(config::kDispatchNames, s.moe.dispatch)) +
+            " (the seeds' send/recv relay between node pairs; nearest: the dispatcher above)");
         break;
     }
     if (s.moe.routing == Routing::NodeLimited && m.moe->max_nodes_per_token > 0) {
@@ -329,16 +363,19 @@ std::string megatron(const Plan& plan) {
         arg("--moe-router-num-groups " + str(ep_nodes));
         arg("--moe-router-group-topk " + str(m.moe->max_nodes_per_token));
       } else if (ep_nodes == 0) {
-        lost.push_back("moe.routing node_limited (EP " + str(p.ep) + " is not whole nodes of " + str(dpn) +
+        lost.push_back("moe.routing node_limited (EP " + str(p.ep) + " is not whole nodes of " +
+                       str(dpn) +
                        " GPUs, so --moe-router-num-groups cannot be one group per node)");
       }
     }
     if (s.moe.routing == Routing::Balanced) arg("--moe-router-force-load-balancing");
     if (s.moe.fp8_dispatch && t.precision == Precision::Fp8) {
-      lost.push_back("moe.dispatch_precision fp8 (tokens dispatched in FP8; Megatron-LM dispatches BF16)");
+      lost.push_back(
+          "moe.dispatch_precision fp8 (tokens dispatched in FP8; Megatron-LM dispatches BF16)");
     }
     if (s.moe.imbalance > 1.0) {
-      arg("# moe.imbalance " + num(s.moe.imbalance) + " is an assumption about the routing, not a setting");
+      arg("# moe.imbalance " + num(s.moe.imbalance) +
+          " is an assumption about the routing, not a setting");
     }
   }
 
@@ -354,14 +391,20 @@ std::string megatron(const Plan& plan) {
     arg("--overlap-moe-expert-parallel-comm");
   }
   switch (s.collective_algorithm) {
-    case CollectiveAlgorithm::Auto: break;
-    case CollectiveAlgorithm::Ring: arg("# environment: NCCL_ALGO=Ring (collective_algorithm ring)"); break;
-    case CollectiveAlgorithm::Tree: arg("# environment: NCCL_ALGO=Tree (collective_algorithm tree)"); break;
+    case CollectiveAlgorithm::Auto:
+      break;
+    case CollectiveAlgorithm::Ring:
+      arg("# environment: NCCL_ALGO=Ring (collective_algorithm ring)");
+      break;
+    case CollectiveAlgorithm::Tree:
+      arg("# environment: NCCL_ALGO=Tree (collective_algorithm tree)");
+      break;
     case CollectiveAlgorithm::Hierarchical:
     case CollectiveAlgorithm::HalvingDoubling:
-      lost.push_back("collective_algorithm " +
-                     std::string(spelling(config::kCollectiveAlgorithmNames, s.collective_algorithm)) +
-                     " (NCCL implements ring and tree)");
+      lost.push_back(
+          "collective_algorithm " +
+          std::string(spelling(config::kCollectiveAlgorithmNames, s.collective_algorithm)) +
+          " (NCCL implements ring and tree)");
       break;
   }
   for (const std::string& l : lost) arg("# not expressible: " + l);
@@ -405,8 +448,9 @@ std::string torchtitan(const Plan& plan) {
   Lines o;
   o.add("# torchtitan job settings for " + s.name + ": " + m.name + " on " + plan.hardware.name +
         " (paraplan export --to torchtitan; the TOML job file of torchtitan v0.2)");
-  o.add("# " + str(s.nodes) + " nodes x " + str(dpn) + " GPUs = " + str(world) + " ranks: torchrun --nnodes " +
-        str(s.nodes) + " --nproc-per-node " + str(dpn) + " -m torchtitan.train --job.config_file JOB.toml");
+  o.add("# " + str(s.nodes) + " nodes x " + str(dpn) + " GPUs = " + str(world) +
+        " ranks: torchrun --nnodes " + str(s.nodes) + " --nproc-per-node " + str(dpn) +
+        " -m torchtitan.train --job.config_file JOB.toml");
   o.add("# Merge into a job file whose [model] names torchtitan's definition of " + m.name +
         " (name, flavor); these sections set the plan.");
   if (t.precision == Precision::Fp8) {
@@ -428,16 +472,20 @@ std::string torchtitan(const Plan& plan) {
       // FSDP2 keeping the gathered parameters from forward to backward: ZeRO-2's traffic.
       o.add("fsdp_reshard_after_forward = \"never\"");
       if (t.zero == 1) {
-        lost.push_back("training.zero 1 (optimizer states only; torchtitan shards with FSDP2, and "
-                       "fsdp_reshard_after_forward = \"never\" is its ZeRO-2-like mode)");
+        lost.push_back(
+            "training.zero 1 (optimizer states only; torchtitan shards with FSDP2, and "
+            "fsdp_reshard_after_forward = \"never\" is its ZeRO-2-like mode)");
       }
     }
   }
   o.add("tensor_parallel_degree = " + str(p.tp));
   if (p.tp > 1 && !p.sp) {
-    lost.push_back("parallel.sp false (torchtitan's tensor parallel plan always shards the norms over the sequence)");
+    lost.push_back(
+        "parallel.sp false (torchtitan's tensor parallel plan always shards the norms over the "
+        "sequence)");
   }
-  if (s.overlap.tp && p.tp > 1) o.add("enable_async_tensor_parallel = true   # with [compile] enable = true");
+  if (s.overlap.tp && p.tp > 1)
+    o.add("enable_async_tensor_parallel = true   # with [compile] enable = true");
   o.add("pipeline_parallel_degree = " + str(p.pp));
   if (p.pp > 1) {
     std::string sched;
@@ -445,19 +493,28 @@ std::string torchtitan(const Plan& plan) {
     // for the V schedules.
     std::vector<int> counts = chunk_layers(plan);
     switch (s.schedule) {
-      case Schedule::OneFOneB: sched = "1F1B"; break;
-      case Schedule::Interleaved: sched = "Interleaved1F1B"; break;
+      case Schedule::OneFOneB:
+        sched = "1F1B";
+        break;
+      case Schedule::Interleaved:
+        sched = "Interleaved1F1B";
+        break;
       case Schedule::ZeroBubble:
         sched = "1F1B";
-        lost.push_back("schedule zero_bubble (ZB-H1, one stage per rank; torchtitan's zero-bubble schedules "
-                       "InterleavedZeroBubble and ZBVZeroBubble run two or more stages per rank)");
+        lost.push_back(
+            "schedule zero_bubble (ZB-H1, one stage per rank; torchtitan's zero-bubble schedules "
+            "InterleavedZeroBubble and ZBVZeroBubble run two or more stages per rank)");
         break;
-      case Schedule::DualPipeV: sched = "DualPipeV"; break;
+      case Schedule::DualPipeV:
+        sched = "DualPipeV";
+        break;
       case Schedule::DualPipe:
         sched = "DualPipeV";
-        counts = schedule::chunk_layer_counts(m.layers, 2 * p.pp, 0, 0, p.embedding_in_split, p.loss_in_split);
-        lost.push_back("schedule dualpipe (two copies of the model; nearest: DualPipeV, its one-copy variant, "
-                       "set here)");
+        counts = schedule::chunk_layer_counts(m.layers, 2 * p.pp, 0, 0, p.embedding_in_split,
+                                              p.loss_in_split);
+        lost.push_back(
+            "schedule dualpipe (two copies of the model; nearest: DualPipeV, its one-copy variant, "
+            "set here)");
         break;
     }
     o.add("pipeline_parallel_schedule = " + quote(sched));
@@ -478,23 +535,30 @@ std::string torchtitan(const Plan& plan) {
     o.add("expert_tensor_parallel_degree = " + str(p.etp));
     // torchtitan takes the EP ranks from the sharded DP x CP ranks, and the TP ranks too when
     // the experts are not tensor-parallel; expert TP is 1 or TP.
-    const long long pool = static_cast<long long>(t.zero == 0 ? 1 : p.dp) * p.cp * (p.etp == 1 ? p.tp : 1);
+    const long long pool =
+        static_cast<long long>(t.zero == 0 ? 1 : p.dp) * p.cp * (p.etp == 1 ? p.tp : 1);
     if (p.ep > 1 && pool % p.ep != 0) {
-      lost.push_back("EP " + str(p.ep) + " (torchtitan forms EP from data_parallel_shard x context_parallel" +
-                     std::string(p.etp == 1 ? " x tensor_parallel" : "") + " = " + str(pool) + " ranks)");
+      lost.push_back(
+          "EP " + str(p.ep) + " (torchtitan forms EP from data_parallel_shard x context_parallel" +
+          std::string(p.etp == 1 ? " x tensor_parallel" : "") + " = " + str(pool) + " ranks)");
     }
     if (p.etp != 1 && p.etp != p.tp) {
-      lost.push_back("etp " + str(p.etp) + " (torchtitan's expert tensor parallel degree is 1 or the TP degree)");
+      lost.push_back("etp " + str(p.etp) +
+                     " (torchtitan's expert tensor parallel degree is 1 or the TP degree)");
     }
-    const bool deepep = s.moe.dispatch == Dispatch::DeepEp || s.moe.dispatch == Dispatch::SendRecvDeepEp;
-    o.add(std::string("expert_parallel_comm_backend = ") + (deepep ? "\"deepep\"" : "\"standard\""));
+    const bool deepep =
+        s.moe.dispatch == Dispatch::DeepEp || s.moe.dispatch == Dispatch::SendRecvDeepEp;
+    o.add(std::string("expert_parallel_comm_backend = ") +
+          (deepep ? "\"deepep\"" : "\"standard\""));
     if (s.moe.dispatch != Dispatch::AllToAll && s.moe.dispatch != Dispatch::DeepEp) {
-      lost.push_back("moe.dispatch " + std::string(spelling(config::kDispatchNames, s.moe.dispatch)) +
+      lost.push_back("moe.dispatch " +
+                     std::string(spelling(config::kDispatchNames, s.moe.dispatch)) +
                      " (torchtitan dispatches with all-to-all, or DeepEP)");
     }
     if (s.moe.routing == Routing::NodeLimited && m.moe->max_nodes_per_token > 0) {
       lost.push_back("moe.routing node_limited (at most " + str(m.moe->max_nodes_per_token) +
-                     " nodes per token: a property of torchtitan's model definition, not a parallelism setting)");
+                     " nodes per token: a property of torchtitan's model definition, not a "
+                     "parallelism setting)");
     }
     if (s.moe.fp8_dispatch && t.precision == Precision::Fp8) {
       lost.push_back("moe.dispatch_precision fp8 (tokens dispatched in FP8)");
@@ -519,11 +583,14 @@ std::string torchtitan(const Plan& plan) {
   o.add("seq_len = " + str(seq_len(plan)));
   o.add("mixed_precision_param = \"bfloat16\"");
   o.add("mixed_precision_reduce = \"float32\"");
-  if (t.bf16_grads) lost.push_back("training.grad_precision bf16 (torchtitan reduces gradients in FP32)");
+  if (t.bf16_grads)
+    lost.push_back("training.grad_precision bf16 (torchtitan reduces gradients in FP32)");
   if (t.optimizer_offload) o.add("enable_cpu_offload = true");
-  if (t.activation_offload) lost.push_back("training.activation_offload (activations to host memory)");
+  if (t.activation_offload)
+    lost.push_back("training.activation_offload (activations to host memory)");
   if (t.unfused_attention || !t.attention_kernel.empty()) {
-    lost.push_back("training.attention " + std::string(t.unfused_attention ? "unfused" : t.attention_kernel) +
+    lost.push_back("training.attention " +
+                   std::string(t.unfused_attention ? "unfused" : t.attention_kernel) +
                    " (torchtitan's model definition picks its attention)");
   }
   if (t.eager_elementwise) o.add("# training.elementwise eager: leave [compile] off");
@@ -534,7 +601,8 @@ std::string torchtitan(const Plan& plan) {
   o.add("[optimizer]");
   o.add("name = \"AdamW\"");
   if (t.optimizer != Optimizer::Adam) {
-    o.add("# not expressible: optimizer " + std::string(spelling(config::kOptimizerNames, t.optimizer)) +
+    o.add("# not expressible: optimizer " +
+          std::string(spelling(config::kOptimizerNames, t.optimizer)) +
           " (torchtitan's AdamW keeps FP32 moments)");
   }
   o.add("");
@@ -542,8 +610,12 @@ std::string torchtitan(const Plan& plan) {
   // ---- [activation_checkpoint] ----
   o.add("[activation_checkpoint]");
   switch (t.recompute.mode) {
-    case RecomputeMode::None: o.add("mode = \"none\""); break;
-    case RecomputeMode::Full: o.add("mode = \"full\""); break;
+    case RecomputeMode::None:
+      o.add("mode = \"none\"");
+      break;
+    case RecomputeMode::Full:
+      o.add("mode = \"full\"");
+      break;
     case RecomputeMode::Selective:
       o.add("mode = \"selective\"");
       o.add("selective_ac_option = \"op\"");
