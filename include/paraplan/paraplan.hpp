@@ -5,6 +5,7 @@
 #include "paraplan/config.hpp"
 #include "paraplan/errors.hpp"
 #include "paraplan/estimate.hpp"
+#include "paraplan/interop.hpp"
 #include "paraplan/model.hpp"
 #include "paraplan/planner.hpp"
 #include "paraplan/report.hpp"

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -128,6 +129,60 @@ int cmd_evaluate(const std::string& ref, const std::vector<std::string>& sets, c
   } else {
     std::cout << detail_text(ev, all_ops);
   }
+  return kExitOk;
+}
+
+std::string billions(std::int64_t n) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2fB", static_cast<double>(n) / 1e9);
+  return buf;
+}
+
+struct ImportArgs {
+  std::string file, output, name;
+  int seq_len = 0;
+};
+
+// A Hugging Face config.json -> a model file: printed, or written with -o. What was not
+// mapped, and what the schema cannot say exactly, goes to stderr.
+int cmd_import_hf(const ImportArgs& a, const std::string& command) {
+  paraplan::HfImportOptions opt;
+  opt.name = a.name;
+  opt.seq_len = a.seq_len;
+  opt.command = command;
+  const paraplan::HfImport r = paraplan::import_hf_config(a.file, opt);
+  // The file written must load as a model file, the same model: check before writing.
+  const paraplan::ModelSpec again = paraplan::parse_model(
+      r.yaml, a.output.empty() ? std::string("<import-hf output>") : a.output,
+      a.output.empty() ? std::string() : std::filesystem::path(a.output).parent_path().string());
+  const paraplan::ModelCounts c = paraplan::count_model(again);
+  if (!r.unmapped.empty()) {
+    std::string keys;
+    for (const std::string& k : r.unmapped) keys += (keys.empty() ? "" : ", ") + k;
+    std::cerr << "unmapped: " << keys << "\n";
+  }
+  for (const std::string& n : r.notes) std::cerr << "note: " << n << "\n";
+  std::cerr << again.name << " (model_type " << r.model_type << "): " << billions(c.total_params) << " parameters, "
+            << billions(c.active_params) << " active per token"
+            << (c.mtp_params > 0 ? ", MTP " + billions(c.mtp_params) : std::string()) << "\n";
+  if (a.output.empty()) {
+    std::cout << r.yaml;
+    return kExitOk;
+  }
+  if (!write_text(a.output, r.yaml, "import-hf")) return kExitBadInput;
+  std::cout << "wrote " << a.output << " (`paraplan check " << a.output << "`)\n";
+  return kExitOk;
+}
+
+std::optional<paraplan::LaunchTarget> launch_target(const std::string& name) {
+  if (name == "megatron") return paraplan::LaunchTarget::Megatron;
+  if (name == "torchtitan") return paraplan::LaunchTarget::Torchtitan;
+  return std::nullopt;
+}
+
+int cmd_export(const std::string& ref, const std::vector<std::string>& sets, const std::string& to) {
+  const paraplan::Plan plan = paraplan::load_plan(ref, sets);
+  std::cout << paraplan::launch_settings(plan, *launch_target(to));
   return kExitOk;
 }
 
@@ -248,7 +303,7 @@ int cmd_compare(const std::vector<std::string>& refs, const std::string& format)
 }
 
 struct RankArgs {
-  std::string hardware, model, space = "default", output, format = "table", objective;
+  std::string hardware, model, space = "default", output, format = "table", objective, export_to;
   std::vector<int> nodes;
   std::vector<std::string> sets;
   int top = 0, threads = 0, resimulate = 64;
@@ -301,6 +356,10 @@ std::string memory_fix(const paraplan::Planner& planner, const paraplan::Strateg
 }
 
 int cmd_rank(const RankArgs& a) {
+  if (!a.export_to.empty() && (a.format == "json" || a.format == "csv")) {
+    std::cerr << "paraplan rank: --export prints launch settings after the table; use it with --format table or md\n";
+    return kExitBadInput;
+  }
   std::vector<std::string> sets = a.sets;
   if (!a.hardware.empty()) sets.push_back("hardware=" + a.hardware);
   if (!a.model.empty()) sets.push_back("model=" + a.model);
@@ -365,6 +424,11 @@ int cmd_rank(const RankArgs& a) {
       std::cout << "\nReports: " << a.output << ".md, " << a.output << ".html, " << a.output << ".csv, " << a.output
                 << ".json\n";
     }
+  }
+  if (!a.export_to.empty() && !r.best.empty()) {
+    paraplan::Plan best{space.hardware, space.model, r.best.front().strategy};
+    best.strategy.name = "the best plan (#1)";
+    std::cout << "\n" << paraplan::launch_settings(best, *launch_target(a.export_to));
   }
   if (r.best.empty()) {
     if (r.evaluated == 0) {
@@ -645,6 +709,8 @@ int main(int argc, char** argv) {
       "  paraplan evaluate br166-ep16-mb2\n"
       "  paraplan compare br166-ep16-mb2 br166-ep32-32n-mb1\n"
       "  paraplan check hardware/br166-ubbv2.yaml my-strategy.yaml\n"
+      "  paraplan import-hf tests/data/hf/deepseek-v3/config.json -o my-models/deepseek-v3.yaml\n"
+      "  paraplan export deepseek-v3-h800 --to megatron\n"
       "\nExit codes: 0 success, 1 internal error, 2 bad input or arguments, 3 no feasible strategy.\n"
       "Input schemas: docs/inputs.md\n");
 
@@ -705,7 +771,7 @@ int main(int argc, char** argv) {
   RankArgs rank_args;
   auto* rank = app.add_subcommand("rank", "Search every valid strategy of a space and rank them");
   rank->add_option("-H,--hardware", rank_args.hardware, "Hardware (name or file); default: the space's");
-  rank->add_option("-m,--model", rank_args.model, "Model (name or file); default: the space's");
+  rank->add_option("-m,--model", rank_args.model, "Model (name, YAML file or Hugging Face config.json); default: the space's");
   rank->add_option("-s,--space", rank_args.space, "Search space (name or file)")->capture_default_str();
   rank->add_option("--nodes", rank_args.nodes, "Node counts, e.g. --nodes 16,32,64")->delimiter(',');
   rank->add_option("--top", rank_args.top, "How many strategies to show (default: the space's top)");
@@ -717,6 +783,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"table", "md", "csv", "json"}))
       ->capture_default_str();
   rank->add_option("--threads", rank_args.threads, "Worker threads (default: all cores)");
+  rank->add_option("--export", rank_args.export_to, "Print the best plan's launch settings: megatron | torchtitan")
+      ->check(CLI::IsMember({"megatron", "torchtitan"}));
   rank->add_option("--resimulate", rank_args.resimulate,
                    "Re-time the best K of the closed form by the event simulation and rank by it (0: off)")
       ->check(CLI::NonNegativeNumber)
@@ -730,6 +798,43 @@ int main(int argc, char** argv) {
       "  paraplan rank -o reports/default\n"
       "  paraplan rank -H h800-ib --nodes 32,64 --top 10\n"
       "  paraplan rank -s my.space.yaml --format json > ranking.json\n");
+
+  ImportArgs import_args;
+  auto* import_hf = app.add_subcommand(
+      "import-hf", "A Hugging Face config.json -> a model file (models/ schema), each value naming its key");
+  import_hf->add_option("config", import_args.file, "The model's config.json")->required();
+  import_hf->add_option("-o,--output", import_args.output, "Write the model file here instead of printing it");
+  import_hf->add_option("--name", import_args.name,
+                        "Model name (default: the folder of .../NAME/config.json, else the file's stem)");
+  import_hf->add_option("--seq-len", import_args.seq_len,
+                        "Sequence length (default: max_position_embeddings, the longest context)")
+      ->check(CLI::Range(1, 1 << 28));
+  import_hf->footer(
+      "Reads model_type deepseek_v2, deepseek_v3, gpt_neox, llama, mixtral, qwen3 and qwen3_moe. Keys\n"
+      "not mapped are listed on stderr (`unmapped: ...`), with notes on what the schema cannot say\n"
+      "exactly. A config.json also works directly wherever a model is expected: `rank -m`,\n"
+      "`--set model=...`, a strategy's `model:` (docs/interop.md).\n"
+      "Examples (from the source folder):\n"
+      "  paraplan import-hf tests/data/hf/deepseek-v3/config.json --seq-len 4096\n"
+      "  paraplan import-hf tests/data/hf/qwen3-235b-a22b/config.json -o my-models/qwen3-235b-a22b.yaml\n"
+      "  paraplan rank -m tests/data/hf/deepseek-v3/config.json --set training.seq_len=4096 --nodes 32\n");
+
+  std::string export_ref, export_to;
+  std::vector<std::string> export_sets;
+  auto* export_cmd = app.add_subcommand(
+      "export", "A strategy's launch settings for Megatron-LM (arguments) or torchtitan (job TOML)");
+  export_cmd->add_option("strategy", export_ref, "Strategy YAML file or built-in strategy name")->required();
+  export_cmd->add_option("--to", export_to, "megatron | torchtitan")
+      ->required()
+      ->check(CLI::IsMember({"megatron", "torchtitan"}));
+  export_cmd->add_option("--set", export_sets, "Override a strategy key, e.g. --set parallel.ep=32 (repeatable)");
+  export_cmd->footer(
+      "Settings the framework cannot express are printed as `# not expressible: ...` comments,\n"
+      "with the nearest setting where there is one (docs/interop.md).\n"
+      "Examples:\n"
+      "  paraplan export deepseek-v3-h800 --to megatron\n"
+      "  paraplan export br166-ep16-mb2 --to torchtitan\n"
+      "  paraplan rank -s llama3-70b-h100 --nodes 64 --top 3 --export megatron\n");
 
   CalibrateArgs cal;
   auto* calibrate = app.add_subcommand("calibrate", "Hardware numbers from benchmark output, with the fit shown");
@@ -858,6 +963,13 @@ int main(int argc, char** argv) {
     if (evaluate->parsed()) return cmd_evaluate(eval_ref, eval_sets, eval_format, eval_all_ops, eval_trace);
     if (compare->parsed()) return cmd_compare(compare_refs, compare_format);
     if (rank->parsed()) return cmd_rank(rank_args);
+    if (import_hf->parsed()) {
+      std::string command = "paraplan import-hf " + import_args.file;
+      if (!import_args.name.empty()) command += " --name " + import_args.name;
+      if (import_args.seq_len > 0) command += " --seq-len " + std::to_string(import_args.seq_len);
+      return cmd_import_hf(import_args, command);
+    }
+    if (export_cmd->parsed()) return cmd_export(export_ref, export_sets, export_to);
     if (validate->parsed()) return cmd_validate(validate_dir);
     if (cal_coll->parsed()) return cmd_calibrate_collective(cal);
     if (cal_gemm->parsed()) return cmd_calibrate_gemm(cal);

@@ -7,9 +7,11 @@
 #include <sstream>
 
 #include "config/builtin.hpp"
+#include "config/hf_config.hpp"
 #include "config/parse.hpp"
 #include "config/tree.hpp"
 #include "paraplan/config.hpp"
+#include "paraplan/interop.hpp"
 #include "paraplan/validate.hpp"
 #include "util/strings.hpp"
 
@@ -45,7 +47,7 @@ std::string_view dir_of(FileKind kind) {
 
 bool is_path(std::string_view ref) {
   return ref.find('/') != std::string_view::npos || util::ends_with(ref, ".yaml") ||
-         util::ends_with(ref, ".yml");
+         util::ends_with(ref, ".yml") || is_json_path(ref);
 }
 
 // "strategies/../hardware/x.yaml" -> "hardware/x.yaml", for paths among the presets.
@@ -150,8 +152,22 @@ std::optional<Text> resolve(const std::string& ref, FileKind kind, const Loc& at
   return Text{std::make_shared<Source>(Source{p.string(), dir, false, identity}), buf.str()};
 }
 
+// A Hugging Face config.json as the tree of a model file (config/hf_config.hpp).
+Node json_model_tree(const Text& file, FileKind kind, Diags& diags) {
+  if (kind != FileKind::Model) {
+    diags.error(file.source, "a .json file is read as a Hugging Face config.json, which is a model, not a " +
+                                 std::string(kind_name(kind)) + " file");
+    return Node{};
+  }
+  const std::size_t before = diags.size();
+  Node json = parse_json(file.text, file.source, diags);
+  if (diags.size() != before) return Node{};
+  return hf_model_tree(json, file.source->display, HfOptions{}, diags).model;
+}
+
 // The merged tree of `text` after following its `extends:` chain.
 Node load_tree(const Text& file, FileKind kind, Diags& diags, std::vector<std::string>& chain) {
+  if (is_json_path(file.source->display)) return json_model_tree(file, kind, diags);
   Node root = parse_yaml(file.text, file.source, diags);
   if (!root.is_map()) return root;
   const Node* ext = root.find("extends");
@@ -534,6 +550,7 @@ FileKind detect_kind(const std::string& ref) {
       }
       diags.throw_if_any();
     }
+    if (config::is_json_path(cur)) return FileKind::Model;  // a Hugging Face config.json
     auto text = config::resolve(cur, FileKind::Strategy, at, diags);
     diags.throw_if_any();
     if (std::find(seen.begin(), seen.end(), text->source->identity) != seen.end()) {
@@ -556,6 +573,43 @@ FileKind detect_kind(const std::string& ref) {
               "a strategy `parallel:` and a search space lists or `auto` values");
   diags.throw_if_any();
   return FileKind::Strategy;
+}
+
+std::vector<std::string> hf_model_types() { return config::hf_model_types(); }
+
+namespace config {
+namespace {
+
+HfImport import_text(const Text& file, const HfImportOptions& options) {
+  Diags diags;
+  Node json = parse_json(file.text, file.source, diags);
+  diags.throw_if_any();
+  HfTree tree = hf_model_tree(json, file.source->display,
+                              HfOptions{options.name, options.seq_len, options.command}, diags);
+  diags.throw_if_any();
+  HfImport out;
+  out.model = read_model(tree.model, diags);
+  diags.throw_if_any();
+  out.yaml = std::move(tree.yaml);
+  out.model_type = std::move(tree.model_type);
+  out.unmapped = std::move(tree.unmapped);
+  out.notes = std::move(tree.notes);
+  return out;
+}
+
+}  // namespace
+}  // namespace config
+
+HfImport import_hf_config(const std::string& path, const HfImportOptions& options) {
+  config::Diags diags;
+  // Any name is a file here, not a preset: "config.json" or "./my-config".
+  auto text = config::resolve(config::is_path(path) ? path : "./" + path, FileKind::Model, {}, diags);
+  diags.throw_if_any();
+  return config::import_text(*text, options);
+}
+
+HfImport parse_hf_config(std::string_view json, const std::string& display_name, const HfImportOptions& options) {
+  return config::import_text(config::Text{config::text_source(display_name, ""), std::string(json)}, options);
 }
 
 FileKind check_file(const std::string& ref) {

@@ -70,6 +70,12 @@ class Diags {
 Node parse_yaml(std::string_view text, const std::shared_ptr<const Source>& source,
                 Diags& diags);
 
+/// Parses JSON text (a Hugging Face config.json) into the same tree: objects are maps in
+/// file order, strings and numbers scalars (numbers as written), null is Null. The first
+/// syntax error and every duplicate key are diagnostics ("not JSON: expected ...").
+Node parse_json(std::string_view text, const std::shared_ptr<const Source>& source,
+                Diags& diags);
+
 /// Overlays `over` onto `base`: maps merge by key, sequences whose items are all maps with
 /// a scalar `name` merge by name, anything else is replaced.
 void merge_into(Node& base, Node over);
