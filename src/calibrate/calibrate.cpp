@@ -6,13 +6,13 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <sstream>
 
 #include "cost/fit.hpp"
 #include "cost/gemm_efficiency.hpp"
 #include "paraplan/errors.hpp"
 #include "paraplan/units.hpp"
+#include "util/files.hpp"
 #include "util/strings.hpp"
 
 namespace paraplan {
@@ -31,11 +31,12 @@ struct Lines {
 Lines read_lines(const std::string& path) {
   Lines l;
   l.file = path;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    l.error(0, 0, "cannot open the file");
+  util::FileText file = util::read_regular_file(path, util::kMaxDataBytes, "a measurement file");
+  if (!file.ok()) {
+    l.error(0, 0, file.message(path));
     l.throw_if_any();
   }
+  std::istringstream in(std::move(file.text));
   std::string line;
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();

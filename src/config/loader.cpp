@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "config/builtin.hpp"
@@ -11,6 +10,7 @@
 #include "config/tree.hpp"
 #include "paraplan/config.hpp"
 #include "paraplan/validate.hpp"
+#include "util/files.hpp"
 #include "util/strings.hpp"
 
 namespace paraplan {
@@ -30,7 +30,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::uintmax_t kMaxFileBytes = 16u << 20;
 constexpr int kMaxExtendsDepth = 16;
 
 std::string_view dir_of(FileKind kind) {
@@ -126,28 +125,16 @@ std::optional<Text> resolve(const std::string& ref, FileKind kind, const Loc& at
   }
   fs::path p(ref);
   if (p.is_relative() && from != nullptr && !from->dir.empty()) p = fs::path(from->dir) / p;
+  util::FileText file = util::read_regular_file(p.string(), util::kMaxYamlBytes, "a YAML input");
+  if (!file.ok()) {
+    report(file.message(p.string()));
+    return std::nullopt;
+  }
   std::error_code ec;
-  if (fs::is_directory(p, ec)) {
-    report("`" + p.string() + "` is a directory, not a YAML file");
-    return std::nullopt;
-  }
-  std::ifstream in(p, std::ios::binary);
-  if (!in) {
-    report("cannot open `" + p.string() + "`: " +
-           (fs::exists(p, ec) ? "permission denied" : "no such file"));
-    return std::nullopt;
-  }
-  auto size = fs::file_size(p, ec);
-  if (!ec && size > kMaxFileBytes) {
-    report("`" + p.string() + "` is larger than 16 MiB; is it an input file?");
-    return std::nullopt;
-  }
-  std::ostringstream buf;
-  buf << in.rdbuf();
   std::string identity = fs::weakly_canonical(p, ec).string();
   if (ec) identity = p.lexically_normal().string();
   std::string dir = p.parent_path().string();
-  return Text{std::make_shared<Source>(Source{p.string(), dir, false, identity}), buf.str()};
+  return Text{std::make_shared<Source>(Source{p.string(), dir, false, identity}), std::move(file.text)};
 }
 
 // The merged tree of `text` after following its `extends:` chain.
@@ -177,9 +164,20 @@ Node load_tree(const Text& file, FileKind kind, Diags& diags, std::vector<std::s
     return root;
   }
   chain.push_back(base_text->source->identity);
+  const std::size_t before = diags.size();
   Node base = load_tree(*base_text, kind, diags, chain);
   chain.pop_back();
-  if (!base.is_map()) return root;
+  if (!base.is_map()) {
+    // Only a map of keys can be extended. Said at the `extends:` line, without quoting the
+    // file: it may be anything (/etc/passwd), and its own errors, if any, were reported.
+    if (diags.size() == before) {
+      diags.error(at, "`extends: " + ref + "`: " +
+                          (base.is_null() ? std::string("the file is empty")
+                                          : std::string("the file is not a map of `key: value` lines")) +
+                          "; `extends` takes a " + std::string(kind_name(kind)) + " file or preset");
+    }
+    return root;
+  }
   merge_into(base, std::move(root));
   return base;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 #include <tuple>
+#include <vector>
 
 namespace paraplan::config {
 
@@ -139,6 +140,22 @@ struct Converter {
   }
 };
 
+// Where the document whose first node is at `m` starts: its `---` line when there is one.
+Loc document_start(std::string_view text, const std::shared_ptr<const Source>& source,
+                   const YAML::Mark& m) {
+  int line = 0;  // 0-based, the `---` line at or before the mark
+  int found = -1;
+  std::size_t pos = 0;
+  while (pos <= text.size() && line <= m.line) {
+    const std::size_t nl = std::min(text.find('\n', pos), text.size());
+    if (text.substr(pos, nl - pos).rfind("---", 0) == 0) found = line;
+    pos = nl + 1;
+    ++line;
+  }
+  if (found >= 0) return Loc{source, found + 1, 1};
+  return Loc{source, m.line >= 0 ? m.line + 1 : 0, m.column >= 0 ? m.column + 1 : 0};
+}
+
 }  // namespace
 
 Node parse_yaml(std::string_view text, const std::shared_ptr<const Source>& source,
@@ -152,10 +169,20 @@ Node parse_yaml(std::string_view text, const std::shared_ptr<const Source>& sour
     return root;
   }
   try {
-    YAML::Node doc = YAML::Load(std::string(text));
+    const std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
+    if (docs.empty()) return root;
     Converter conv{source, diags};
-    root = conv.convert(doc, 0);
+    root = conv.convert(docs.front(), 0);
     if (root.loc.line == 0) root.loc = Loc{source, 1, 1};
+    // One document per file: a second one would be dropped without a word. Empty ones (a
+    // trailing `---`) hold nothing to drop.
+    for (std::size_t i = 1; i < docs.size(); ++i) {
+      if (docs[i].IsNull()) continue;
+      diags.error(document_start(text, source, docs[i].Mark()),
+                  "a second YAML document; an input file holds one (remove the `---` line, or "
+                  "split the file)");
+      break;
+    }
   } catch (const YAML::Exception& e) {
     Loc at{source, e.mark.line >= 0 ? e.mark.line + 1 : 0, e.mark.column >= 0 ? e.mark.column + 1 : 0};
     std::string msg = e.msg.empty() ? std::string("invalid YAML") : e.msg;

@@ -65,8 +65,9 @@ class Diags {
 };
 
 /// Parses YAML text into a tree. Syntax errors, duplicate keys, non-scalar keys, nesting
-/// deeper than 64 levels and more than 200000 nodes (alias bombs) are diagnostics; the
-/// returned tree is then whatever could be read (possibly Null).
+/// deeper than 64 levels, more than 200000 nodes (alias bombs) and a second non-empty
+/// document (after `---`) are diagnostics; the returned tree is then whatever could be read
+/// (possibly Null).
 Node parse_yaml(std::string_view text, const std::shared_ptr<const Source>& source,
                 Diags& diags);
 

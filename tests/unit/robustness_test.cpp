@@ -6,13 +6,18 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "paraplan/config.hpp"
@@ -168,6 +173,86 @@ int run_check(const std::string& file) {
   return status;
 }
 
+/// What one run of the CLI did.
+struct Run {
+  int code = -1;           ///< exit status; -1 when killed by a signal or the time limit
+  bool timed_out = false;  ///< still running after the limit (then killed)
+  double seconds = 0;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// Runs `paraplan ARGS...` in `cwd` with stdin closed, killing it after `limit_s`.
+Run run_cli(const std::vector<std::string>& args, const fs::path& cwd, double limit_s = 20) {
+  const fs::path out_file = cwd / ".run.out", err_file = cwd / ".run.err";
+  const auto start = std::chrono::steady_clock::now();
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (chdir(cwd.c_str()) != 0) _exit(127);
+    int in = open("/dev/null", O_RDONLY);
+    int out = open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (in < 0 || out < 0 || err < 0) _exit(127);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    std::vector<char*> argv{const_cast<char*>(PARAPLAN_CLI)};
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(PARAPLAN_CLI, argv.data());
+    _exit(127);
+  }
+  Run r;
+  int status = 0;
+  while (true) {
+    const pid_t done = waitpid(pid, &status, WNOHANG);
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (done == pid) break;
+    if (r.seconds > limit_s) {
+      r.timed_out = true;
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (!r.timed_out && WIFEXITED(status)) r.code = WEXITSTATUS(status);
+  r.out = slurp(out_file);
+  r.err = slurp(err_file);
+  return r;
+}
+
+/// A fresh scratch folder for one test case, removed at the end of it.
+struct Scratch {
+  fs::path dir;
+  explicit Scratch(const std::string& name)
+      : dir(fs::temp_directory_path() / ("paraplan-" + name + "-" + std::to_string(getpid()))) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  ~Scratch() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  fs::path write(const std::string& name, const std::string& text) const {
+    const fs::path p = dir / name;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << text;
+    return p;
+  }
+};
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
 }  // namespace
 
 TEST_SUITE("config.robustness") {
@@ -212,5 +297,114 @@ TEST_SUITE("config.robustness") {
     }
     MESSAGE(docs.size() << " files: " << exit0 << " passed the check, " << exit2 << " exit 2");
     fs::remove_all(dir);
+  }
+}
+
+TEST_SUITE("config.special_files") {
+  // A FIFO without a writer blocks a plain open() forever, /dev/zero never ends and a
+  // folder is not text: each is refused at once, before anything is read.
+  TEST_CASE("a FIFO, /dev/zero and a folder are refused in a second: exit 2, not a regular file") {
+    Scratch s("special");
+    REQUIRE(mkfifo((s.dir / "fifo.yaml").c_str(), 0600) == 0);
+    const std::vector<std::pair<std::string, std::string>> cases{
+        {"fifo.yaml", "`fifo.yaml` is not a regular file (a FIFO)"},
+        {"/dev/zero", "`/dev/zero` is not a regular file (a character device)"},
+        {s.dir.string(), "is not a regular file (a directory)"},
+    };
+    for (const auto& [file, message] : cases) {
+      CAPTURE(file);
+      const Run r = run_cli({"check", file}, s.dir);
+      CHECK_FALSE(r.timed_out);
+      CHECK(r.seconds < 1.0);
+      CHECK(r.code == 2);
+      CHECK(contains(r.err, message));
+    }
+  }
+
+  TEST_CASE("hardware=/dev/zero through --set and through a file: exit 2 within a second") {
+    Scratch s("devzero");
+    s.write("zero.yaml", "extends: br166-ep16-mb2\nhardware: /dev/zero\n");
+    const Run set = run_cli({"evaluate", "br166-ep16-mb2", "--set", "hardware=/dev/zero"}, s.dir);
+    CHECK_FALSE(set.timed_out);
+    CHECK(set.seconds < 1.0);
+    CHECK(set.code == 2);
+    CHECK(contains(set.err, "--set:1:1: error: `/dev/zero` is not a regular file (a character device)"));
+    const Run file = run_cli({"evaluate", "zero.yaml"}, s.dir);
+    CHECK_FALSE(file.timed_out);
+    CHECK(file.seconds < 1.0);
+    CHECK(file.code == 2);
+    CHECK(contains(file.err, "zero.yaml:2:11: error: `/dev/zero` is not a regular file (a character device)"));
+  }
+
+  TEST_CASE("measurement files: a FIFO, a folder and a missing file are refused, not waited on") {
+    Scratch s("special-data");
+    REQUIRE(mkfifo((s.dir / "log.txt").c_str(), 0600) == 0);
+    const Run fifo = run_cli({"calibrate", "collective", "log.txt", "-H", "h100-sxm-ib"}, s.dir);
+    CHECK_FALSE(fifo.timed_out);
+    CHECK(fifo.code == 2);
+    CHECK(contains(fifo.err, "log.txt: error: `log.txt` is not a regular file (a FIFO)"));
+    const Run trace = run_cli({"calibrate", "profile", "log.txt", "-s", "br166-ep16-mb2"}, s.dir);
+    CHECK_FALSE(trace.timed_out);
+    CHECK(trace.code == 2);
+    CHECK(contains(trace.err, "`log.txt` is not a regular file (a FIFO)"));
+    const Run dir = run_cli({"calibrate", "gemm", s.dir.string(), "-H", "h100-sxm-ib"}, s.dir);
+    CHECK(dir.code == 2);
+    CHECK(contains(dir.err, "is not a regular file (a directory)"));
+    const Run missing = run_cli({"calibrate", "collective", "/nonexistent", "-H", "h100-sxm-ib"}, s.dir);
+    CHECK(missing.code == 2);
+    CHECK(contains(missing.err, "/nonexistent: error: cannot open `/nonexistent`: no such file"));
+  }
+
+  TEST_CASE("a YAML file over 16 MiB is refused without being parsed") {
+    Scratch s("big");
+    s.write("big.yaml", "name: x\n" + std::string((16u << 20) + 1, '#'));
+    try {
+      (void)load_hardware((s.dir / "big.yaml").string());
+      FAIL("a 16 MiB file loaded");
+    } catch (const ConfigError& e) {
+      CHECK(e.diagnostics().front().message ==
+            "`" + (s.dir / "big.yaml").string() +
+                "` is larger than 16 MiB, the limit for a YAML input; is it the right file?");
+    }
+  }
+
+  TEST_CASE("one YAML document per file: a second one is an error at its `---` line") {
+    Scratch s("twodoc");
+    s.write("two.yaml", "extends: br166-ubbv2\nname: x\n---\nname: y\n");
+    s.write("trailing.yaml", "extends: br166-ubbv2\nname: x\n---\n# nothing\n");
+    const Run two = run_cli({"check", "two.yaml"}, s.dir);
+    CHECK(two.code == 2);
+    CHECK(contains(two.err, "two.yaml:3:1: error: a second YAML document; an input file holds one"));
+    const Run trailing = run_cli({"check", "trailing.yaml"}, s.dir);  // an empty one drops nothing
+    CHECK(trailing.code == 0);
+  }
+
+  TEST_CASE("`extends:` takes a map: /dev/null, /etc/passwd, a scalar and an empty file are located errors") {
+    Scratch s("extends");
+    s.write("scalar.yaml", "just a value\n");
+    s.write("empty.yaml", "");
+    s.write("passwd.yaml", "root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n");
+    const std::vector<std::pair<std::string, std::string>> cases{
+        {"/dev/null", "a.yaml:1:10: error: `/dev/null` is not a regular file (a character device)"},
+        {"passwd.yaml",
+         "a.yaml:1:10: error: `extends: passwd.yaml`: the file is not a map of `key: value` lines; "
+         "`extends` takes a hardware file or preset"},
+        {"scalar.yaml", "a.yaml:1:10: error: `extends: scalar.yaml`: the file is not a map of `key: value` lines"},
+        {"empty.yaml", "a.yaml:1:10: error: `extends: empty.yaml`: the file is empty"},
+    };
+    for (const auto& [base, message] : cases) {
+      CAPTURE(base);
+      s.write("a.yaml", "extends: " + base + "\nname: x\ndevice: {name: x}\n");
+      const Run r = run_cli({"check", "a.yaml"}, s.dir);
+      CHECK(r.code == 2);
+      CHECK(contains(r.err, message));
+      CHECK_FALSE(contains(r.err, "nologin"));  // nothing of the file is quoted
+    }
+    if (fs::is_regular_file("/etc/passwd")) {
+      s.write("a.yaml", "extends: /etc/passwd\nname: x\ndevice: {name: x}\n");
+      const Run r = run_cli({"check", "a.yaml"}, s.dir);
+      CHECK(r.code == 2);
+      CHECK(contains(r.err, "a.yaml:1:10: error: `extends: /etc/passwd`: the file is not a map"));
+    }
   }
 }
