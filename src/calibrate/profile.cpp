@@ -122,6 +122,14 @@ Profile read_csv_profile(const std::string& path, const std::string& text) {
       continue;
     }
     r.time_s = x * scale;
+    if (const units::Range range = units::accepted_range(units::Quantity::Time);
+        r.time_s != 0 && (r.time_s < range.lo || r.time_s > range.hi)) {
+      const bool low = r.time_s < range.lo;
+      error(cols[static_cast<std::size_t>(c_time)],
+            "time `" + v + "` is " + (low ? "below " : "above ") + units::format_time(low ? range.lo : range.hi) +
+                ", the " + (low ? "smallest" : "largest") + " time accepted");
+      continue;
+    }
     p.rows.push_back(r);
   }
   if (!diags.empty()) throw ConfigError(diags);

@@ -437,15 +437,28 @@ paraplan::HardwareOverlay overlay_for(const CalibrateArgs& a, const paraplan::Ha
   return o;
 }
 
+// A calibrated hardware file must load before it is printed or written over anything: the
+// loader's bounds are the last guard against a number no one can use (-nan, a denormal).
+bool overlay_loads(const std::string& yaml, const std::string& into) {
+  try {
+    (void)paraplan::parse_hardware(yaml, into.empty() ? std::string("(calibrated hardware)") : into,
+                                   std::filesystem::path(into).parent_path().string());
+    return true;
+  } catch (const paraplan::ConfigError& e) {
+    std::cerr << "paraplan calibrate: the calibrated hardware would not load, so it is not "
+              << (into.empty() ? "printed" : "written") << ":\n";
+    print_diagnostics(e);
+    return false;
+  }
+}
+
 int write_overlay(const CalibrateArgs& a, const paraplan::HardwareOverlay& o) {
   const std::string yaml = paraplan::hardware_overlay_yaml(o);
+  if (!overlay_loads(yaml, a.into)) return kExitBadInput;
   if (a.into.empty()) {
     std::cout << "\n" << yaml;
     return kExitOk;
   }
-  // The result must load: check it before writing over anything.
-  (void)paraplan::parse_hardware(yaml, a.into,
-                                 std::filesystem::path(a.into).parent_path().string());
   if (!write_text(a.into, yaml, "calibrate")) return kExitBadInput;
   std::cout << "\nwrote " << a.into << " (extends " << a.hardware << "; `paraplan check " << a.into << "`)\n";
   return kExitOk;
@@ -483,6 +496,11 @@ int cmd_calibrate_mamf(const CalibrateArgs& a) {
   if (peak <= 0 || bf16 <= 0 || !hw.device.gemm_kernel.present() || hw.device.compute_units <= 0) {
     std::cerr << "paraplan calibrate mamf: " << a.hardware << " needs a " << a.dtype
               << " peak, `device.gemm_kernel` and `device.compute_units`\n";
+    return kExitBadInput;
+  }
+  if (!(a.mamf_tflops * 1e12 >= 1e-6 * peak)) {
+    std::cerr << "paraplan calibrate mamf: " << a.mamf_tflops << " TFLOP/s is below 1e-06 of the " << a.dtype
+              << " peak (" << paraplan::units::format_flops(peak) << "); is the figure in TFLOP/s?\n";
     return kExitBadInput;
   }
   if (!(a.mamf_tflops * 1e12 <= peak)) {
@@ -587,11 +605,11 @@ int cmd_calibrate_runs(const CalibrateArgs& a) {
   const std::string name = !a.name.empty() ? a.name : a.into.empty() ? base + "-runs" : stem(a.into);
   const std::string yaml =
       paraplan::runs_overlay_yaml(fit, cases.front().plan.hardware, base, name, cmd, today());
+  if (!overlay_loads(yaml, a.into)) return kExitBadInput;
   if (a.into.empty()) {
     std::cout << "\n" << yaml;
     return kExitOk;
   }
-  (void)paraplan::parse_hardware(yaml, a.into, std::filesystem::path(a.into).parent_path().string());
   if (!write_text(a.into, yaml, "calibrate")) return kExitBadInput;
   std::cout << "\nwrote " << a.into << " (extends " << base << "; `paraplan check " << a.into << "`)\n";
   return kExitOk;
@@ -614,11 +632,11 @@ int cmd_calibrate_profile(const CalibrateArgs& a) {
   if (a.layer != "moe") cmd += " --layer " + a.layer;
   const std::string name = !a.name.empty() ? a.name : a.into.empty() ? base + "-calibrated" : stem(a.into);
   const std::string yaml = paraplan::profile_overlay_yaml(fit, base, name, cmd, today());
+  if (!overlay_loads(yaml, a.into)) return kExitBadInput;
   if (a.into.empty()) {
     std::cout << "\n" << yaml;
     return kExitOk;
   }
-  (void)paraplan::parse_hardware(yaml, a.into, std::filesystem::path(a.into).parent_path().string());
   if (!write_text(a.into, yaml, "calibrate")) return kExitBadInput;
   std::cout << "\nwrote " << a.into << " (extends " << base << "; `paraplan evaluate " << a.strategy << " --set hardware="
             << a.into << "`)\n";

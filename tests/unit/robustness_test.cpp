@@ -22,6 +22,7 @@
 
 #include "paraplan/config.hpp"
 #include "paraplan/errors.hpp"
+#include "paraplan/planner.hpp"
 
 namespace fs = std::filesystem;
 using namespace paraplan;
@@ -405,6 +406,91 @@ TEST_SUITE("config.special_files") {
       const Run r = run_cli({"check", "a.yaml"}, s.dir);
       CHECK(r.code == 2);
       CHECK(contains(r.err, "a.yaml:1:10: error: `extends: /etc/passwd`: the file is not a map"));
+    }
+  }
+}
+
+TEST_SUITE("numbers.finite") {
+  TEST_CASE("a rate of 1e-320 TB/s and an efficiency of 1e-320 are located errors at load") {
+    Scratch s("tiny");
+    s.write("bw.yaml", "extends: h100-sxm-ib\nname: x\ndevice:\n  memory_bandwidth: 1e-320 TB/s\n");
+    s.write("gemm.yaml", "extends: h100-sxm-ib\nname: x\ndevice:\n  gemm_efficiency:\n    bf16:\n      default: 1e-320\n");
+    const Run bw = run_cli({"evaluate", "deepseek-v3-h800", "--set", "hardware=bw.yaml"}, s.dir);
+    CHECK(bw.code == 2);
+    CHECK(contains(bw.err, "bw.yaml:4:21: error: `device.memory_bandwidth` = `1e-320 TB/s` is below 1 KB/s, "
+                           "the smallest rate accepted"));
+    CHECK(bw.out.empty());
+    const Run gemm = run_cli({"check", "gemm.yaml"}, s.dir);
+    CHECK(gemm.code == 2);
+    CHECK(contains(gemm.err, "gemm.yaml:6:16: error: `device.gemm_efficiency.bf16.default` = 1e-320 is below "
+                             "1e-06, the smallest fraction accepted"));
+  }
+
+  // The bounds keep results finite; if a bug still makes one infinite, it is an internal
+  // error naming the field, never a number printed as `inf`. Spec structs built in code
+  // skip the loader's bounds, so they can reach the guard.
+  TEST_CASE("the last guard: a non-finite estimate is an Error naming its field, never a number") {
+    Plan plan = load_plan("deepseek-v3-h800");
+    plan.hardware.device.memory_bw_bytes_per_s = 1e-320;
+    Planner planner(plan.hardware, plan.model);
+    auto message_of = [](auto&& call) {
+      try {
+        call();
+      } catch (const ConfigError&) {
+        return std::string("ConfigError");
+      } catch (const Error& e) {
+        return std::string(e.what());
+      }
+      return std::string("no error");
+    };
+    const std::string evaluate = message_of([&] { (void)planner.evaluate(plan.strategy); });
+    CAPTURE(evaluate);
+    CHECK(contains(evaluate, "the estimate of `deepseek-v3-h800` has a non-finite `"));
+    CHECK(contains(evaluate, "this is a bug"));
+    const std::string explain = message_of([&] { (void)planner.explain(plan.strategy); });
+    CHECK(contains(explain, "has a non-finite `"));
+    SpacePlan space = load_space("deepseek-v3-h800-cluster");
+    const std::string search = message_of([&] { (void)planner.search(space.space, SearchOptions{}); });
+    CAPTURE(search);
+    CHECK(contains(search, "has a non-finite `"));
+  }
+
+  TEST_CASE("calibrate: absurd times and rates are located errors, never -nan or a denormal written") {
+    Scratch s("calib");
+    s.write("coll.csv", "size,GB/s\n1024,1e-300\n2048,1e-300\n4096,1e-300\n");
+    s.write("nccl.log",
+            "# Collective test starting: all_reduce_perf\n"
+            "#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
+            "        1024           256     float     sum      -1   1e-300    0.00    0.00      0\n"
+            "        2048           512     float     sum      -1   1e-300    0.00    0.00      0\n");
+    s.write("zero.log",
+            "# Collective test starting: all_reduce_perf\n"
+            "#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
+            "        1024           256     float     sum      -1     10.0    0.00    0.00      0\n"
+            "        2048           512     float     sum      -1     10.0    0.00    0.00      0\n");
+    s.write("gemm.csv", "m,n,k,tflops\n1024,1024,1024,1e-320\n");
+    s.write("slow.csv", "m,n,k,time_us\n1024,1024,1024,1e300\n");
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+        {{"calibrate", "collective", "coll.csv", "-H", "h100-sxm-ib"},
+         "coll.csv:2:6: error: bandwidth `1e-300` GB/s is below 1 KB/s, the smallest rate accepted"},
+        {{"calibrate", "collective", "nccl.log", "-H", "h100-sxm-ib"},
+         "nccl.log:3:56: error: time `1e-300` us is below 0.001 ns, the smallest time accepted"},
+        {{"calibrate", "collective", "zero.log", "-H", "h100-sxm-ib"},
+         "zero.log: error: no row has a positive busbw: nothing to calibrate a bandwidth from"},
+        {{"calibrate", "gemm", "gemm.csv", "-H", "h100-sxm-ib"},
+         "gemm.csv:2:1: error: achieved 1e-320 TFLOPS is below 1e-06 of the peak 989 TFLOPS: wrong units or columns?"},
+        {{"calibrate", "gemm", "slow.csv", "-H", "h100-sxm-ib"},
+         "slow.csv:2:16: error: time `1e300` is above 3600 s, the largest time accepted"},
+        {{"calibrate", "mamf", "1e-300", "-H", "h100-sxm-ib"},
+         "paraplan calibrate mamf: 1e-300 TFLOP/s is below 1e-06 of the bf16 peak (989 TFLOPS)"},
+    };
+    for (const auto& [args, message] : cases) {
+      CAPTURE(args[2]);
+      const Run r = run_cli(args, s.dir);
+      CHECK(r.code == 2);
+      CHECK(contains(r.err, message));
+      CHECK_FALSE(contains(r.out, "nan"));
+      CHECK_FALSE(contains(r.out, "e-3"));  // no denormal (or 1e-300) efficiency printed
     }
   }
 }
