@@ -125,16 +125,36 @@ std::optional<Text> resolve(const std::string& ref, FileKind kind, const Loc& at
   }
   fs::path p(ref);
   if (p.is_relative() && from != nullptr && !from->dir.empty()) p = fs::path(from->dir) / p;
-  util::FileText file = util::read_regular_file(p.string(), util::kMaxYamlBytes, "a YAML input");
+  std::error_code ec;
+  std::string identity = fs::weakly_canonical(p, ec).string();
+  if (ec) identity = p.lexically_normal().string();
+  const bool confined = from != nullptr && from->confined;
+  if (confined) {
+    // Untrusted text: a file only under the include folder, after symlinks and `..`; the
+    // file is not opened otherwise, so no message can show anything of it.
+    if (from->include_dir.empty()) {
+      report("`" + ref + "`: YAML text given as a string may name only built-in presets here "
+             "(no include directory was given)");
+      return std::nullopt;
+    }
+    const fs::path rel = fs::path(identity).lexically_relative(from->include_dir);
+    if (ec || rel.empty() || *rel.begin() == "..") {
+      report("`" + ref + "` is outside the include directory `" + from->include_dir +
+             "`; YAML text given as a string may name built-in presets and files under it");
+      return std::nullopt;
+    }
+  }
+  // A confined file is read by its resolved name, the one just checked.
+  const std::string read_as = confined ? identity : p.string();
+  util::FileText file = util::read_regular_file(read_as, util::kMaxYamlBytes, "a YAML input");
   if (!file.ok()) {
     report(file.message(p.string()));
     return std::nullopt;
   }
-  std::error_code ec;
-  std::string identity = fs::weakly_canonical(p, ec).string();
-  if (ec) identity = p.lexically_normal().string();
   std::string dir = p.parent_path().string();
-  return Text{std::make_shared<Source>(Source{p.string(), dir, false, identity}), std::move(file.text)};
+  return Text{std::make_shared<Source>(Source{p.string(), dir, false, identity, confined,
+                                              confined ? from->include_dir : std::string()}),
+              std::move(file.text)};
 }
 
 // The merged tree of `text` after following its `extends:` chain.
@@ -284,6 +304,22 @@ std::shared_ptr<const Source> text_source(const std::string& display, const std:
   return std::make_shared<Source>(Source{display, base_dir, false, display});
 }
 
+// Untrusted text: references reach built-in presets, and files under the include folder
+// (canonical; relative paths resolve against it). Throws when the folder is not one.
+std::shared_ptr<const Source> confined_source(const std::string& display, const IncludeScope& scope) {
+  std::string dir;
+  if (!scope.include_dir.empty()) {
+    std::error_code ec;
+    const fs::path canonical = fs::canonical(scope.include_dir, ec);
+    if (ec || !fs::is_directory(canonical, ec)) {
+      throw ConfigError({Diagnostic{display, 0, 0,
+                                    "include directory `" + scope.include_dir + "` is not a directory"}});
+    }
+    dir = canonical.string();
+  }
+  return std::make_shared<Source>(Source{display, dir, false, display, true, dir});
+}
+
 Node tree_from_text(std::string_view yaml, const std::shared_ptr<const Source>& source,
                     FileKind kind, Diags& diags) {
   std::vector<std::string> chain{source->identity};
@@ -330,12 +366,11 @@ auto load_and_read(const std::string& ref, FileKind kind, Read read) {
   return out;
 }
 
-// The same for YAML text, named `display_name`, relative references against `base_dir`.
+// The same for YAML text from `source` (text_source or confined_source).
 template <typename Read>
-auto parse_and_read(std::string_view yaml, const std::string& display_name,
-                    const std::string& base_dir, FileKind kind, Read read) {
+auto parse_and_read(std::string_view yaml, const std::shared_ptr<const Source>& source, FileKind kind,
+                    Read read) {
   Diags diags;
-  auto source = text_source(display_name, base_dir);
   Node root = tree_from_text(yaml, source, kind, diags);
   diags.throw_if_any();
   auto out = read(root, source, diags);
@@ -444,21 +479,30 @@ SpacePlan load_space(const std::string& ref) {
 
 HardwareSpec parse_hardware(std::string_view yaml, const std::string& display_name,
                             const std::string& base_dir) {
-  return config::parse_and_read(yaml, display_name, base_dir, FileKind::Hardware,
+  return config::parse_and_read(yaml, config::text_source(display_name, base_dir), FileKind::Hardware,
+                                config::read_hardware_at);
+}
+HardwareSpec parse_hardware(std::string_view yaml, const std::string& display_name,
+                            const IncludeScope& scope) {
+  return config::parse_and_read(yaml, config::confined_source(display_name, scope), FileKind::Hardware,
                                 config::read_hardware_at);
 }
 ModelSpec parse_model(std::string_view yaml, const std::string& display_name,
                       const std::string& base_dir) {
-  return config::parse_and_read(yaml, display_name, base_dir, FileKind::Model,
+  return config::parse_and_read(yaml, config::text_source(display_name, base_dir), FileKind::Model,
+                                config::read_model_at);
+}
+ModelSpec parse_model(std::string_view yaml, const std::string& display_name, const IncludeScope& scope) {
+  return config::parse_and_read(yaml, config::confined_source(display_name, scope), FileKind::Model,
                                 config::read_model_at);
 }
 Plan parse_plan(std::string_view yaml, const std::string& display_name, const std::string& base_dir) {
-  return config::parse_and_read(yaml, display_name, base_dir, FileKind::Strategy,
+  return config::parse_and_read(yaml, config::text_source(display_name, base_dir), FileKind::Strategy,
                                 config::plan_from_root);
 }
 SpacePlan parse_space(std::string_view yaml, const std::string& display_name,
                       const std::string& base_dir) {
-  return config::parse_and_read(yaml, display_name, base_dir, FileKind::Space,
+  return config::parse_and_read(yaml, config::text_source(display_name, base_dir), FileKind::Space,
                                 config::space_from_root);
 }
 
@@ -482,10 +526,12 @@ void add_placeholders(Node& root) {
 }  // namespace
 }  // namespace config
 
-Strategy parse_strategy(std::string_view yaml, const std::string& display_name, const HardwareSpec& hw,
-                        const ModelSpec& model) {
+namespace config {
+namespace {
+
+Strategy strategy_from_text(std::string_view yaml, const std::shared_ptr<const Source>& source,
+                            const HardwareSpec& hw, const ModelSpec& model) {
   config::Diags diags;
-  auto source = config::text_source(display_name, "");
   config::Node root = config::tree_from_text(yaml, source, FileKind::Strategy, diags);
   diags.throw_if_any();
   config::add_placeholders(root);
@@ -498,15 +544,33 @@ Strategy parse_strategy(std::string_view yaml, const std::string& display_name, 
   return s;
 }
 
-SearchSpace parse_search_space(std::string_view yaml, const std::string& display_name) {
+SearchSpace space_from_text(std::string_view yaml, const std::shared_ptr<const Source>& source) {
   config::Diags diags;
-  auto source = config::text_source(display_name, "");
   config::Node root = config::tree_from_text(yaml, source, FileKind::Space, diags);
   diags.throw_if_any();
   config::add_placeholders(root);
   SearchSpace sp = config::read_space(root, diags);
   diags.throw_if_any();
   return sp;
+}
+
+}  // namespace
+}  // namespace config
+
+Strategy parse_strategy(std::string_view yaml, const std::string& display_name, const HardwareSpec& hw,
+                        const ModelSpec& model) {
+  return config::strategy_from_text(yaml, config::text_source(display_name, ""), hw, model);
+}
+Strategy parse_strategy(std::string_view yaml, const std::string& display_name, const HardwareSpec& hw,
+                        const ModelSpec& model, const IncludeScope& scope) {
+  return config::strategy_from_text(yaml, config::confined_source(display_name, scope), hw, model);
+}
+SearchSpace parse_search_space(std::string_view yaml, const std::string& display_name) {
+  return config::space_from_text(yaml, config::text_source(display_name, ""));
+}
+SearchSpace parse_search_space(std::string_view yaml, const std::string& display_name,
+                               const IncludeScope& scope) {
+  return config::space_from_text(yaml, config::confined_source(display_name, scope));
 }
 
 FileKind detect_kind(const std::string& ref) {

@@ -20,6 +20,10 @@ struct Source {
   std::string dir;      ///< directory of the file ("" = working directory)
   bool builtin = false; ///< a compiled-in preset: relative references stay among presets
   std::string identity; ///< canonical path or builtin path, for cycle detection
+  /// Text from an untrusted caller (the C API's strings) and the files it reached: its
+  /// references may open only built-in presets and files under `include_dir`.
+  bool confined = false;
+  std::string include_dir{};  ///< confined: canonical folder whose files may be read; "" = none
 };
 
 /// A position in a source.
