@@ -494,3 +494,39 @@ TEST_SUITE("numbers.finite") {
     }
   }
 }
+
+TEST_SUITE("cli.no_silent_noops") {
+  // Each of these used to exit 0 having done something other than what was asked.
+  TEST_CASE("arguments that would be ignored are exit 2, naming the problem") {
+    Scratch s("noops");
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+        {{"evaluate", "br166-ep16-mb2", "--set", "parallel.ep="},
+         "--set: error: `parallel.ep=`: the value is empty (or null); give one"},
+        {{"rank", "--top", "0"}, "--top: `0` is not a whole number in 1..1000000"},
+        {{"rank", "--top", "-5"}, "--top: `-5` is not a whole number in 1..1000000"},
+        {{"rank", "-o", ""}, "--output: an empty name; give one, e.g. default"},
+        {{"rank", "-o", "reports/"}, "--output: `reports/` names a folder; give a file name in it, e.g. reports/default"},
+        {{"evaluate", "br166-ep16-mb2", "--trace", ""}, "--trace: an empty name; give one, e.g. step.json"},
+        {{"rank", "--set", "nodes=[16,32]", "--nodes", "64"},
+         "paraplan rank: both --nodes and --set nodes=[16,32] were given; use one"},
+        {{"rank", "-H", "h800-ib", "--set", "hardware=h100-sxm-ib"},
+         "paraplan rank: both -H/--hardware and --set hardware=h100-sxm-ib were given; use one"},
+        {{"rank", "--nodes", "100000"},
+         "paraplan rank: every node count asked for exceeds br166-ubbv2's cluster (1024 nodes at most)"},
+        {{"rank", "--threads", "-3"}, "--threads: `-3` is not a whole number in 0..4096"},
+        {{"calibrate", "collective", "/nonexistent", "-H", "h100-sxm-ib"},
+         "/nonexistent: error: cannot open `/nonexistent`: no such file"},
+        {{"calibrate", "gemm", "x.csv", "-H", "h100-sxm-ib", "--into", ""}, "--into: an empty name"},
+    };
+    for (const auto& [args, message] : cases) {
+      std::string shown;
+      for (const std::string& a : args) shown += " " + (a.empty() ? std::string("''") : a);
+      CAPTURE(shown);
+      const Run r = run_cli(args, s.dir);
+      CHECK(r.code == 2);
+      CHECK(contains(r.err, message));
+      CHECK(r.out.empty());  // nothing printed as if it had worked
+    }
+    CHECK_FALSE(fs::exists(s.dir / "reports"));
+  }
+}
