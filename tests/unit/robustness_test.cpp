@@ -1,6 +1,9 @@
 // No input, however broken, crashes paraplan: truncated and mutated copies of every preset,
 // binary junk, deep nesting, alias bombs, huge numbers and NaN either load or fail with a
-// ConfigError (in process), and `paraplan check` exits 0 or 2, never by a signal.
+// ConfigError (in process), and `paraplan check` exits 0 or 2, never by a signal. What
+// loads evaluates to finite numbers: no `nan` or `inf` in any report. Special files (a
+// FIFO, /dev/zero, a folder), numbers that would divide to infinity, and arguments that
+// used to be silent no-ops are exit 2 with their message (#21).
 // Mutations come from a fixed-seed generator, so every run tests the same inputs.
 
 #include <doctest/doctest.h>
@@ -23,6 +26,7 @@
 #include "paraplan/config.hpp"
 #include "paraplan/errors.hpp"
 #include "paraplan/planner.hpp"
+#include "paraplan/report.hpp"
 
 namespace fs = std::filesystem;
 using namespace paraplan;
@@ -252,6 +256,54 @@ struct Scratch {
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
+}
+
+/// The first `nan` or `inf` printed as a number (a word of its own, any case, any sign),
+/// or "" when there is none; `infeasible` and `info` do not count.
+std::string non_finite_token(const std::string& text) {
+  auto letter = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; };
+  for (std::size_t i = 0; i + 3 <= text.size(); ++i) {
+    std::string word = text.substr(i, 3);
+    for (char& c : word) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (word != "nan" && word != "inf") continue;
+    if ((i > 0 && letter(text[i - 1])) || (i + 3 < text.size() && letter(text[i + 3]))) continue;
+    const std::size_t from = i < 40 ? 0 : i - 40;
+    return text.substr(from, 80);
+  }
+  return {};
+}
+
+/// `text` without the free-text names of `plan` that a mutant set to `nan` or `-.inf`
+/// (they are names, not numbers).
+std::string without_names(std::string text, const Plan& plan) {
+  std::vector<std::string> names{plan.hardware.name, plan.hardware.device.name, plan.model.name, plan.strategy.name};
+  for (const TierSpec& t : plan.hardware.tiers) {
+    names.push_back(t.name);
+    for (const FabricLevel& l : t.levels) names.push_back(l.name);
+  }
+  for (const ExtraLinkSpec& l : plan.hardware.extra_links) names.push_back(l.name);
+  for (const std::string& name : names) {
+    if (name.empty() || non_finite_token(name).empty()) continue;
+    for (std::size_t at; (at = text.find(name)) != std::string::npos;) text.erase(at, name.size());
+  }
+  return text;
+}
+
+/// A strategy each hardware or model preset can be evaluated with: a built-in strategy on
+/// it, or a dense TP8 PP4 layout on 4 nodes.
+std::string strategy_for(const Preset& p) {
+  for (const Preset& s : presets()) {
+    if (s.kind != FileKind::Strategy) continue;
+    const Plan plan = load_plan(s.name);
+    if ((p.kind == FileKind::Hardware && plan.strategy.hardware == p.name) ||
+        (p.kind == FileKind::Model && plan.strategy.model == p.name)) {
+      return "extends: " + s.name + "\n";
+    }
+  }
+  const std::string hw = p.kind == FileKind::Hardware ? p.name : "h100-sxm-ib";
+  const std::string model = p.kind == FileKind::Model ? p.name : "llama3-70b";
+  return "hardware: " + hw + "\nmodel: " + model +
+         "\nnodes: 4\nparallel: {tp: 8, pp: 4, dp: 1}\ntraining: {micro_batch: 1, global_batch: 16, recompute: full}\n";
 }
 
 }  // namespace
@@ -528,5 +580,107 @@ TEST_SUITE("cli.no_silent_noops") {
       CHECK(r.out.empty());  // nothing printed as if it had worked
     }
     CHECK_FALSE(fs::exists(s.dir / "reports"));
+  }
+}
+
+TEST_SUITE("numbers.evaluate_mutants") {
+  // Mutants that load are evaluated in full (every op, transfer and stage), and the text
+  // and JSON reports hold no `nan` or `inf`: the loader's bounds keep every result finite,
+  // and the planner's last guard would throw paraplan::Error (failing this test) otherwise.
+  TEST_CASE("every loadable mutant of a hardware, model or strategy preset evaluates to finite numbers") {
+    long evaluated = 0, refused = 0, broke_rules = 0;
+    unsigned seed = 7000;
+    for (const Preset& p : presets()) {
+      if (p.kind == FileKind::Space) continue;  // a search per mutant is the next test's
+      CAPTURE(p.name);
+      const Plan base = p.kind == FileKind::Strategy ? Plan{} : parse_plan(strategy_for(p), "base.yaml");
+      for (const std::string& m : mutants(std::string(p.text), seed++)) {
+        Plan plan;
+        try {
+          if (p.kind == FileKind::Strategy) {
+            plan = parse_plan(m, "mutant.yaml");
+          } else {
+            plan = base;
+            if (p.kind == FileKind::Hardware) plan.hardware = parse_hardware(m, "mutant.yaml");
+            if (p.kind == FileKind::Model) plan.model = parse_model(m, "mutant.yaml");
+          }
+        } catch (const ConfigError&) {
+          ++refused;
+          continue;
+        }
+        if (!check_rules(plan.strategy, plan.hardware, plan.model).empty()) {
+          ++broke_rules;  // the loader reports these; evaluate never sees them
+          continue;
+        }
+        CAPTURE(m);
+        const Evaluation ev = Planner(plan.hardware, plan.model).explain(plan.strategy);
+        const std::string text = without_names(evaluation_text(ev, true), plan),
+                          json = without_names(evaluation_json(ev), plan);
+        CHECK_MESSAGE(non_finite_token(text).empty(), non_finite_token(text));
+        CHECK_MESSAGE(non_finite_token(json).empty(), non_finite_token(json));
+        ++evaluated;
+      }
+    }
+    MESSAGE("evaluated " << evaluated << ", refused at load " << refused << ", broke a rule " << broke_rules);
+    CHECK(evaluated > 300);
+  }
+
+  TEST_CASE("a sample of mutated spaces is searched; the ranking holds no nan or inf") {
+    long searched = 0;
+    unsigned seed = 8000;
+    for (const Preset& p : presets()) {
+      if (p.kind != FileKind::Space) continue;
+      CAPTURE(p.name);
+      const std::vector<std::string> all = mutants(std::string(p.text), seed++);
+      for (std::size_t i = 0; i < all.size(); i += 23) {
+        SpacePlan space;
+        try {
+          space = parse_space(all[i], "mutant.yaml");
+        } catch (const ConfigError&) {
+          continue;
+        }
+        CAPTURE(all[i]);
+        SearchOptions opt;
+        opt.threads = 2;
+        opt.resimulate = 4;
+        const SearchResult r = Planner(space.hardware, space.model).search(space.space, opt);
+        const std::string json = rank_json(space, r), table = rank_table(r, 10);
+        CHECK_MESSAGE(non_finite_token(json).empty(), non_finite_token(json));
+        CHECK_MESSAGE(non_finite_token(table).empty(), non_finite_token(table));
+        ++searched;
+      }
+    }
+    MESSAGE("searched " << searched << " mutated spaces");
+    CHECK(searched > 0);
+  }
+
+  TEST_CASE("`paraplan evaluate` on mutated hardware exits 0 or 2 and prints no nan or inf") {
+    Scratch s("eval-mutants");
+    int exit0 = 0, exit2 = 0;
+    unsigned seed = 9000;
+    for (const Preset& p : presets()) {
+      if (p.kind != FileKind::Hardware) continue;
+      s.write("strategy.yaml", strategy_for(p));
+      const std::vector<std::string> all = mutants(std::string(p.text), seed++);
+      for (std::size_t i = 0; i < all.size(); i += 9) {
+        s.write("hw.yaml", all[i]);
+        Plan names;  // the mutant's names, which may read `nan` (text, not numbers)
+        try {
+          names.hardware = parse_hardware(all[i], "hw.yaml");
+        } catch (const ConfigError&) {
+        }
+        for (const char* format : {"table", "json"}) {
+          const Run r = run_cli({"evaluate", "strategy.yaml", "--set", "hardware=hw.yaml", "--format", format}, s.dir);
+          CAPTURE(all[i]);
+          CHECK_FALSE(r.timed_out);
+          CHECK((r.code == 0 || r.code == 2));
+          const std::string out = without_names(r.out, names);
+          CHECK_MESSAGE(non_finite_token(out).empty(), non_finite_token(out));
+          (r.code == 0 ? exit0 : exit2)++;
+        }
+      }
+    }
+    MESSAGE((exit0 + exit2) << " runs: " << exit0 << " evaluated, " << exit2 << " exit 2");
+    CHECK(exit0 > 0);
   }
 }
