@@ -410,7 +410,8 @@ void apply_sets(Node& root, const std::vector<std::string>& sets, Diags& diags) 
     const std::string path = std::string(util::trim(std::string_view(set).substr(0, eq)));
     Node value = parse_yaml(set.substr(eq + 1), source, diags);
     if (value.is_null()) {
-      // `parallel.ep=` would read as "not given" and silently keep the file's value.
+      // `parallel.ep=` would replace the file's value by nothing, read as absent: the
+      // default, silently (ep 16 became ep 1).
       diags.error(source, "`" + set + "`: the value is empty (or null); give one");
       continue;
     }
