@@ -61,6 +61,24 @@ struct Preset {
                                                     const std::string& display_name,
                                                     const std::string& base_dir = {});
 
+/// What YAML text from an untrusted source (the C API's strings) may open through
+/// `extends:` and a strategy's `hardware:` / `model:`: built-in presets, and regular files
+/// under `include_dir` (after resolving symlinks and `..`) when it is not empty; relative
+/// paths resolve against it. Nothing else is opened, so no message can show anything of a
+/// file outside it. A folder that is not one is a ConfigError.
+struct IncludeScope {
+  std::string include_dir;  ///< empty: built-in presets only
+};
+
+/// parse_hardware, parse_model, parse_strategy and parse_search_space for untrusted text:
+/// references stay within `scope`.
+[[nodiscard]] PARAPLAN_EXPORT HardwareSpec parse_hardware(std::string_view yaml,
+                                                          const std::string& display_name,
+                                                          const IncludeScope& scope);
+[[nodiscard]] PARAPLAN_EXPORT ModelSpec parse_model(std::string_view yaml,
+                                                    const std::string& display_name,
+                                                    const IncludeScope& scope);
+
 /// A strategy from YAML text for a given hardware and model (library users that hold the
 /// specs already): `hardware:` / `model:` keys may be absent and are ignored; the rules are
 /// checked against `hw` and `model`.
@@ -69,6 +87,13 @@ struct Preset {
 /// A search space from YAML text; `hardware:` / `model:` keys may be absent.
 [[nodiscard]] PARAPLAN_EXPORT SearchSpace parse_search_space(std::string_view yaml,
                                                              const std::string& display_name);
+/// The same two for untrusted text, references within `scope` (IncludeScope).
+[[nodiscard]] PARAPLAN_EXPORT Strategy parse_strategy(std::string_view yaml, const std::string& display_name,
+                                                      const HardwareSpec& hw, const ModelSpec& model,
+                                                      const IncludeScope& scope);
+[[nodiscard]] PARAPLAN_EXPORT SearchSpace parse_search_space(std::string_view yaml,
+                                                             const std::string& display_name,
+                                                             const IncludeScope& scope);
 
 /// What a file is, guessed from its keys (a strategy has `parallel:`, a model `layers:`,
 /// a hardware file `device:`, a space lists or `auto` values or `objective:`), following

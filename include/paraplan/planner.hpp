@@ -164,6 +164,9 @@ class PARAPLAN_EXPORT Planner {
   Planner& operator=(const Planner&) = delete;
 
   /// The full prediction for one strategy (its hardware/model fields are ignored).
+  /// Loaded specs keep every result finite; a NaN or an infinity (specs built in code with
+  /// absurd numbers, or a bug) throws paraplan::Error naming the field, here, in explain(),
+  /// timeline() and search().
   [[nodiscard]] Estimate evaluate(const Strategy& s) const;
 
   /// The simulated step of `s` task by task (for Chrome traces and Gantt charts).

@@ -30,6 +30,19 @@ struct Parsed {
 /// infinities and values that overflow a double. Sign is kept: callers check ranges.
 [[nodiscard]] PARAPLAN_EXPORT Parsed parse(std::string_view text, Quantity kind);
 
+/// The range a non-zero quantity of an input file must lie in, SI base units: wide enough
+/// for any machine, narrow enough that every result computed from it stays a finite
+/// number. Size 1 B .. 1000 PB, rate 1 KB/s .. 1000 PB/s, compute 1 GFLOPS .. 1000 EFLOPS,
+/// time 1 ps .. 1 h. Whether zero is allowed is the key's business.
+struct Range {
+  double lo = 0.0;  ///< smallest accepted value
+  double hi = 0.0;  ///< largest accepted value
+};
+[[nodiscard]] PARAPLAN_EXPORT Range accepted_range(Quantity kind) noexcept;
+
+/// `value` of `kind` in its unit ("1 KB/s", "3600 s"), for messages.
+[[nodiscard]] PARAPLAN_EXPORT std::string format(double value, Quantity kind);
+
 /// Human name of a quantity kind ("size", "rate", ...), for messages.
 [[nodiscard]] PARAPLAN_EXPORT std::string_view name(Quantity kind) noexcept;
 

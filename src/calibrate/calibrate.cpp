@@ -6,13 +6,13 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <sstream>
 
 #include "cost/fit.hpp"
 #include "cost/gemm_efficiency.hpp"
 #include "paraplan/errors.hpp"
 #include "paraplan/units.hpp"
+#include "util/files.hpp"
 #include "util/strings.hpp"
 
 namespace paraplan {
@@ -31,11 +31,12 @@ struct Lines {
 Lines read_lines(const std::string& path) {
   Lines l;
   l.file = path;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    l.error(0, 0, "cannot open the file");
+  util::FileText file = util::read_regular_file(path, util::kMaxDataBytes, "a measurement file");
+  if (!file.ok()) {
+    l.error(0, 0, file.message(path));
     l.throw_if_any();
   }
+  std::istringstream in(std::move(file.text));
   std::string line;
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -71,6 +72,20 @@ bool number(std::string_view t, double& v) {
   auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
   return ec == std::errc() && p == t.data() + t.size() && std::isfinite(v);
 }
+
+// A measured quantity outside the range input files accept (units::accepted_range): why,
+// or "" when it is inside. Absurd figures (a time of 1e-300 s) would calibrate a hardware
+// file no one can load, or one whose numbers divide to infinity.
+std::string out_of_range(double value, units::Quantity kind) {
+  const units::Range r = units::accepted_range(kind);
+  if (value >= r.lo && value <= r.hi) return {};
+  const bool low = value < r.lo;
+  return std::string(low ? "below " : "above ") + units::format(low ? r.lo : r.hi, kind) + ", the " +
+         (low ? "smallest " : "largest ") + std::string(units::name(kind)) + " accepted";
+}
+
+// The smallest efficiency a calibration writes (the loader's smallest fraction).
+constexpr double kMinEfficiency = 1e-6;
 
 int column_of(const std::string& line, const std::string& token) {
   std::size_t pos = line.find(token);
@@ -145,6 +160,18 @@ CollectiveLog parse_collective_log(const std::string& path, const std::string& o
         in.error(ln, column_of(line, f[1]), "expected a positive bandwidth in GB/s, got `" + f[1] + "`");
         continue;
       }
+      if (auto why = out_of_range(bytes, units::Quantity::Size); !why.empty()) {
+        in.error(ln, 1, "size `" + f[0] + "` is " + why);
+        continue;
+      }
+      if (auto why = out_of_range(gbps * 1e9, units::Quantity::Rate); !why.empty()) {
+        in.error(ln, column_of(line, f[1]), "bandwidth `" + f[1] + "` GB/s is " + why);
+        continue;
+      }
+      if (auto why = out_of_range(bytes / (gbps * 1e9), units::Quantity::Time); !why.empty()) {
+        in.error(ln, column_of(line, f[1]), "the time it gives, size / bandwidth, is " + why);
+        continue;
+      }
       log.samples.push_back({bytes, bytes / (gbps * 1e9), gbps * 1e9});
       continue;
     }
@@ -169,7 +196,25 @@ CollectiveLog parse_collective_log(const std::string& path, const std::string& o
       in.error(ln, column_of(line, bad), "`" + bad + "` is not a number");
       continue;
     }
-    if (bytes > 0 && us > 0) log.samples.push_back({bytes, us * 1e-6, busbw * 1e9});
+    if (bytes <= 0 || us <= 0) continue;
+    const std::string& time_text = toks[static_cast<std::size_t>(time_col)];
+    const std::string& busbw_text = toks[static_cast<std::size_t>(busbw_col)];
+    if (auto why = out_of_range(bytes, units::Quantity::Size); !why.empty()) {
+      in.error(ln, column_of(line, toks[0]), "size `" + toks[0] + "` is " + why);
+      continue;
+    }
+    if (auto why = out_of_range(us * 1e-6, units::Quantity::Time); !why.empty()) {
+      in.error(ln, column_of(line, time_text), "time `" + time_text + "` us is " + why);
+      continue;
+    }
+    // nccl-tests prints 0.00 GB/s for the smallest sizes; anything else must be a real rate.
+    if (busbw < 0 || (busbw > 0 && !out_of_range(busbw * 1e9, units::Quantity::Rate).empty())) {
+      in.error(ln, column_of(line, busbw_text),
+               "busbw `" + busbw_text + "` GB/s is " +
+                   (busbw < 0 ? std::string("negative") : out_of_range(busbw * 1e9, units::Quantity::Rate)));
+      continue;
+    }
+    log.samples.push_back({bytes, us * 1e-6, busbw * 1e9});
   }
   if (!op_known && !csv) op_known = op_from_text(path, log.op);
   if (!op_known && csv) {
@@ -178,6 +223,10 @@ CollectiveLog parse_collective_log(const std::string& path, const std::string& o
   }
   if (!op_known) in.error(0, 0, "cannot tell which collective this log measures: name it (--op all_reduce)");
   if (in.diags.empty() && log.samples.size() < 2) in.error(0, 0, "fewer than two measurements found");
+  if (in.diags.empty() && std::none_of(log.samples.begin(), log.samples.end(),
+                                       [](const CollectiveSample& x) { return x.busbw > 0; })) {
+    in.error(0, 0, "no row has a positive busbw: nothing to calibrate a bandwidth from");
+  }
   in.throw_if_any();
   std::sort(log.samples.begin(), log.samples.end(),
             [](const CollectiveSample& a, const CollectiveSample& b) { return a.bytes < b.bytes; });
@@ -197,6 +246,12 @@ CollectiveCalibration calibrate_collective(const CollectiveLog& log) {
   c.beta_bytes_per_s = f.beta_bytes_per_s;
   c.r2 = f.r2;
   c.worst_relative = f.worst_relative;
+  if (!(c.peak_busbw > 0) || !std::isfinite(c.peak_busbw) || !std::isfinite(c.alpha_s) ||
+      !std::isfinite(c.beta_bytes_per_s) || !std::isfinite(c.r2) || !std::isfinite(c.worst_relative)) {
+    // parse_collective_log's bounds rule this out; a log built in code may not have them.
+    throw ConfigError({Diagnostic{log.file, 0, 0,
+                                  "the measurements give no finite fit (a zero busbw, or times out of range)"}});
+  }
   // busbw / peak at up to 12 sizes, evenly spaced in log2 over the range where the link
   // moves at least 1% of its peak (below it latency rules, and the tier's latency models it).
   std::vector<CollectiveSample> useful;
@@ -287,9 +342,23 @@ std::vector<GemmRow> read_gemm_rows(const std::string& path, double peak) {
         continue;
       }
     }
+    if (ct >= 0 && ce < 0 && cf < 0) {
+      if (auto why = out_of_range(v * time_scale, units::Quantity::Time); !why.empty()) {
+        in.error(ln, column_of(in.lines[i], f[static_cast<std::size_t>(ct)]),
+                 "time `" + f[static_cast<std::size_t>(ct)] + "` is " + why);
+        continue;
+      }
+    }
     const double flops = 2 * m * n * k * r.groups;
     const double achieved = ce >= 0 ? v * peak : cf >= 0 ? v * 1e12 : flops / (v * time_scale);
     r.efficiency = achieved / peak;
+    if (!(r.efficiency >= kMinEfficiency)) {
+      // 1e-320 TFLOPS would be written as a denormal efficiency no time can be divided by.
+      in.error(ln, 1, "achieved " + util::fmt("%.4g", achieved / 1e12) + " TFLOPS is below " +
+                          util::fmt("%g", kMinEfficiency) + " of the peak " + util::fmt("%.4g", peak / 1e12) +
+                          " TFLOPS: wrong units or columns?");
+      continue;
+    }
     if (r.efficiency > 1.0) {
       in.error(ln, 1, "achieved " + util::fmt("%.4g", achieved / 1e12) + " TFLOPS exceeds the peak " +
                           util::fmt("%.4g", peak / 1e12) + " TFLOPS: wrong dtype or peak?");
@@ -349,6 +418,15 @@ DeepEpCalibration parse_deepep_log(const std::string& path) {
       in.error(static_cast<int>(i) + 1, 1, "a `Best` line without `GB/s (RDMA)` or `GB/s (NVL)`");
       continue;
     }
+    bool bad = false;
+    for (const double gbps : {r, v}) {
+      if (gbps <= 0) continue;
+      if (auto why = out_of_range(gbps * 1e9, units::Quantity::Rate); !why.empty()) {
+        in.error(static_cast<int>(i) + 1, 1, util::fmt("%g", gbps) + " GB/s is " + why);
+        bad = true;
+      }
+    }
+    if (bad) continue;
     any = true;
     double& rr = dispatch ? d.dispatch_rdma : d.combine_rdma;
     double& vv = dispatch ? d.dispatch_nvl : d.combine_nvl;

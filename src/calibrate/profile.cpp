@@ -8,7 +8,6 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -20,6 +19,7 @@
 #include "paraplan/calibrate.hpp"
 #include "paraplan/errors.hpp"
 #include "paraplan/units.hpp"
+#include "util/files.hpp"
 #include "util/strings.hpp"
 
 namespace paraplan {
@@ -29,12 +29,10 @@ namespace {
   throw ConfigError({Diagnostic{file, line, col, std::move(msg)}});
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, 0, 0, "cannot open the file");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+std::string slurp(const std::string& path, std::uintmax_t max_bytes, const char* what) {
+  util::FileText file = util::read_regular_file(path, max_bytes, what);
+  if (!file.ok()) fail(path, 0, 0, file.message(path));
+  return std::move(file.text);
 }
 
 bool glob(std::string_view pattern, std::string_view name) {
@@ -124,6 +122,14 @@ Profile read_csv_profile(const std::string& path, const std::string& text) {
       continue;
     }
     r.time_s = x * scale;
+    if (const units::Range range = units::accepted_range(units::Quantity::Time);
+        r.time_s != 0 && (r.time_s < range.lo || r.time_s > range.hi)) {
+      const bool low = r.time_s < range.lo;
+      error(cols[static_cast<std::size_t>(c_time)],
+            "time `" + v + "` is " + (low ? "below " : "above ") + units::format_time(low ? range.lo : range.hi) +
+                ", the " + (low ? "smallest" : "largest") + " time accepted");
+      continue;
+    }
     p.rows.push_back(r);
   }
   if (!diags.empty()) throw ConfigError(diags);
@@ -247,7 +253,7 @@ const ProfileMapEntry* entry_for(const ProfileMap& map, const ProfileRow& r) {
 }  // namespace
 
 Profile read_profile(const std::string& path) {
-  const std::string text = slurp(path);
+  const std::string text = slurp(path, util::kMaxDataBytes, "a profile or trace");
   const std::size_t first = text.find_first_not_of(" \t\r\n");
   if (first == std::string::npos) fail(path, 1, 1, "empty profile");
   if (text[first] == '{' || text[first] == '[') return read_trace_profile(path, text);
@@ -257,8 +263,8 @@ Profile read_profile(const std::string& path) {
 ProfileMap load_profile_map(const std::string& ref) {
   std::string text, display = ref;
   bool builtin = false;
-  if (std::filesystem::is_regular_file(ref)) {
-    text = slurp(ref);
+  if (std::error_code ec; std::filesystem::exists(ref, ec)) {
+    text = slurp(ref, util::kMaxYamlBytes, "a YAML input");
   } else {
     const std::string path = "calibration/" + ref + ".map.yaml";
     for (const config::BuiltinFile& f : config::builtin_files()) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <cstdio>
 #include <filesystem>
@@ -25,6 +26,56 @@ constexpr int kExitOk = 0;
 constexpr int kExitInternal = 1;
 constexpr int kExitBadInput = 2;
 constexpr int kExitInfeasible = 3;
+
+// An output path: not empty (which would silently write nothing), not a folder (which
+// would write hidden files named `.md`, `.csv`, `.json` into it).
+CLI::Validator output_path(const char* example) {
+  return CLI::Validator(
+      [example](std::string& v) -> std::string {
+        if (v.empty()) return std::string("an empty name; give one, e.g. ") + example;
+        if (v.back() == '/') return "`" + v + "` names a folder; give a file name in it, e.g. " + v + example;
+        return {};
+      },
+      "PATH");
+}
+
+// A whole number in [lo, hi], said plainly (CLI::Range prints doubles with 300 digits).
+CLI::Validator whole_in(long long lo, long long hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& v) -> std::string {
+        long long x = 0;
+        std::size_t used = 0;
+        try {
+          x = std::stoll(v, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != v.size() || x < lo || x > hi) {
+          return "`" + v + "` is not a whole number in " + std::to_string(lo) + ".." + std::to_string(hi);
+        }
+        return {};
+      },
+      "INT");
+}
+
+// A positive finite number (CLI::PositiveNumber accepts denormals and prints DBL_MAX).
+CLI::Validator positive() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        double x = 0;
+        std::size_t used = 0;
+        try {
+          x = std::stod(v, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != v.size() || !(x > 0) || !std::isfinite(x)) {
+          return "`" + v + "` is not a positive number";
+        }
+        return {};
+      },
+      "NUMBER");
+}
 
 void print_diagnostics(const paraplan::ConfigError& e) {
   for (const paraplan::Diagnostic& d : e.diagnostics()) std::cerr << d.str() << '\n';
@@ -355,10 +406,34 @@ std::string memory_fix(const paraplan::Planner& planner, const paraplan::Strateg
   return "does not fit even with " + applied + ": more pipeline stages or nodes";
 }
 
+// The key of a `--set key=value` ("nodes" of " nodes =[16]").
+std::string set_key(const std::string& set) {
+  const std::string key = set.substr(0, set.find('='));
+  const auto first = key.find_first_not_of(' '), last = key.find_last_not_of(' ');
+  return first == std::string::npos ? std::string() : key.substr(first, last - first + 1);
+}
+
 int cmd_rank(const RankArgs& a) {
   if (!a.export_to.empty() && (a.format == "json" || a.format == "csv")) {
     std::cerr << "paraplan rank: --export prints launch settings after the table; use it with --format table or md\n";
     return kExitBadInput;
+  }
+  // An option and a --set of the same key: one would silently win over the other.
+  const std::pair<const char*, bool> shortcuts[] = {{"hardware", !a.hardware.empty()},
+                                                    {"model", !a.model.empty()},
+                                                    {"nodes", !a.nodes.empty()},
+                                                    {"objective", !a.objective.empty()}};
+  for (const auto& [key, given] : shortcuts) {
+    if (!given) continue;
+    for (const std::string& set : a.sets) {
+      if (set_key(set) == key) {
+        const std::string option = std::string(key) == "hardware" ? "-H/--hardware"
+                                   : std::string(key) == "model"  ? "-m/--model"
+                                                                  : "--" + std::string(key);
+        std::cerr << "paraplan rank: both " << option << " and --set " << set << " were given; use one\n";
+        return kExitBadInput;
+      }
+    }
   }
   std::vector<std::string> sets = a.sets;
   if (!a.hardware.empty()) sets.push_back("hardware=" + a.hardware);
@@ -392,6 +467,15 @@ int cmd_rank(const RankArgs& a) {
   };
   paraplan::SearchResult r = planner.search(space.space, opt);
   if (drew) std::fprintf(stderr, "\n");
+  // Nothing passed the rules only because of the cluster's size: a bad argument, said
+  // before any (empty) table.
+  if (r.evaluated == 0 && !r.rejected.empty() &&
+      std::all_of(r.rejected.begin(), r.rejected.end(),
+                  [](const paraplan::RuleCount& c) { return c.rule == "nodes_cluster"; })) {
+    std::cerr << "paraplan rank: every node count asked for exceeds " << space.hardware.name
+              << "'s cluster (" << space.hardware.max_nodes() << " nodes at most)\n";
+    return kExitBadInput;
+  }
 
   std::string best_detail;
   paraplan::MemoryEstimate best_memory;
@@ -432,18 +516,10 @@ int cmd_rank(const RankArgs& a) {
   }
   if (r.best.empty()) {
     if (r.evaluated == 0) {
-      // Nothing passed the rules: say which; a node count the cluster does not have is a
-      // bad argument, not an infeasible space.
+      // Nothing passed the rules: say which (the cluster's size alone was said above).
       std::string rules;
-      bool only_cluster = !r.rejected.empty();
       for (const paraplan::RuleCount& c : r.rejected) {
         rules += (rules.empty() ? "" : ", ") + c.rule + " " + std::to_string(c.count);
-        only_cluster = only_cluster && c.rule == "nodes_cluster";
-      }
-      if (only_cluster) {
-        std::cerr << "paraplan rank: every node count asked for exceeds " << space.hardware.name
-                  << "'s cluster (" << space.hardware.max_nodes() << " nodes at most)\n";
-        return kExitBadInput;
       }
       std::cerr << "paraplan rank: no strategy of the space passes the rules (rejected: " << rules << ")\n";
       return kExitInfeasible;
@@ -506,15 +582,28 @@ paraplan::HardwareOverlay overlay_for(const CalibrateArgs& a, const paraplan::Ha
   return o;
 }
 
+// A calibrated hardware file must load before it is printed or written over anything: the
+// loader's bounds are the last guard against a number no one can use (-nan, a denormal).
+bool overlay_loads(const std::string& yaml, const std::string& into) {
+  try {
+    (void)paraplan::parse_hardware(yaml, into.empty() ? std::string("(calibrated hardware)") : into,
+                                   std::filesystem::path(into).parent_path().string());
+    return true;
+  } catch (const paraplan::ConfigError& e) {
+    std::cerr << "paraplan calibrate: the calibrated hardware would not load, so it is not "
+              << (into.empty() ? "printed" : "written") << ":\n";
+    print_diagnostics(e);
+    return false;
+  }
+}
+
 int write_overlay(const CalibrateArgs& a, const paraplan::HardwareOverlay& o) {
   const std::string yaml = paraplan::hardware_overlay_yaml(o);
+  if (!overlay_loads(yaml, a.into)) return kExitBadInput;
   if (a.into.empty()) {
     std::cout << "\n" << yaml;
     return kExitOk;
   }
-  // The result must load: check it before writing over anything.
-  (void)paraplan::parse_hardware(yaml, a.into,
-                                 std::filesystem::path(a.into).parent_path().string());
   if (!write_text(a.into, yaml, "calibrate")) return kExitBadInput;
   std::cout << "\nwrote " << a.into << " (extends " << a.hardware << "; `paraplan check " << a.into << "`)\n";
   return kExitOk;
@@ -552,6 +641,11 @@ int cmd_calibrate_mamf(const CalibrateArgs& a) {
   if (peak <= 0 || bf16 <= 0 || !hw.device.gemm_kernel.present() || hw.device.compute_units <= 0) {
     std::cerr << "paraplan calibrate mamf: " << a.hardware << " needs a " << a.dtype
               << " peak, `device.gemm_kernel` and `device.compute_units`\n";
+    return kExitBadInput;
+  }
+  if (!(a.mamf_tflops * 1e12 >= 1e-6 * peak)) {
+    std::cerr << "paraplan calibrate mamf: " << a.mamf_tflops << " TFLOP/s is below 1e-06 of the " << a.dtype
+              << " peak (" << paraplan::units::format_flops(peak) << "); is the figure in TFLOP/s?\n";
     return kExitBadInput;
   }
   if (!(a.mamf_tflops * 1e12 <= peak)) {
@@ -656,11 +750,11 @@ int cmd_calibrate_runs(const CalibrateArgs& a) {
   const std::string name = !a.name.empty() ? a.name : a.into.empty() ? base + "-runs" : stem(a.into);
   const std::string yaml =
       paraplan::runs_overlay_yaml(fit, cases.front().plan.hardware, base, name, cmd, today());
+  if (!overlay_loads(yaml, a.into)) return kExitBadInput;
   if (a.into.empty()) {
     std::cout << "\n" << yaml;
     return kExitOk;
   }
-  (void)paraplan::parse_hardware(yaml, a.into, std::filesystem::path(a.into).parent_path().string());
   if (!write_text(a.into, yaml, "calibrate")) return kExitBadInput;
   std::cout << "\nwrote " << a.into << " (extends " << base << "; `paraplan check " << a.into << "`)\n";
   return kExitOk;
@@ -683,11 +777,11 @@ int cmd_calibrate_profile(const CalibrateArgs& a) {
   if (a.layer != "moe") cmd += " --layer " + a.layer;
   const std::string name = !a.name.empty() ? a.name : a.into.empty() ? base + "-calibrated" : stem(a.into);
   const std::string yaml = paraplan::profile_overlay_yaml(fit, base, name, cmd, today());
+  if (!overlay_loads(yaml, a.into)) return kExitBadInput;
   if (a.into.empty()) {
     std::cout << "\n" << yaml;
     return kExitOk;
   }
-  (void)paraplan::parse_hardware(yaml, a.into, std::filesystem::path(a.into).parent_path().string());
   if (!write_text(a.into, yaml, "calibrate")) return kExitBadInput;
   std::cout << "\nwrote " << a.into << " (extends " << base << "; `paraplan evaluate " << a.strategy << " --set hardware="
             << a.into << "`)\n";
@@ -747,7 +841,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   evaluate->add_flag("--all-ops", eval_all_ops, "Table: list backward and recompute ops too");
   evaluate->add_option("--trace", eval_trace,
-                       "Write the simulated step as Chrome trace JSON (one track per stage and stream)");
+                       "Write the simulated step as Chrome trace JSON (one track per stage and stream)")
+      ->check(output_path("step.json"));
   evaluate->footer(
       "Per-op times are one micro-batch through one layer of each kind on one device; the step\n"
       "combines them with the pipeline schedule, overlap rules, DP sync and the optimizer.\n"
@@ -774,25 +869,30 @@ int main(int argc, char** argv) {
   rank->add_option("-m,--model", rank_args.model, "Model (name, YAML file or Hugging Face config.json); default: the space's");
   rank->add_option("-s,--space", rank_args.space, "Search space (name or file)")->capture_default_str();
   rank->add_option("--nodes", rank_args.nodes, "Node counts, e.g. --nodes 16,32,64")->delimiter(',');
-  rank->add_option("--top", rank_args.top, "How many strategies to show (default: the space's top)");
+  rank->add_option("--top", rank_args.top, "How many strategies to show (default: the space's top)")
+      ->check(whole_in(1, 1000000));
   rank->add_option("--objective", rank_args.objective, "tgs | step_time | mfu | memory")
       ->check(CLI::IsMember({"tgs", "step_time", "mfu", "memory"}));
   rank->add_option("--set", rank_args.sets, "Override a space key, e.g. --set training.micro_batch=[1,2]");
-  rank->add_option("-o,--output", rank_args.output, "Write NAME.md, NAME.csv and NAME.json, e.g. reports/default");
+  rank->add_option("-o,--output", rank_args.output,
+                   "Write NAME.md, NAME.csv and NAME.json, e.g. reports/default (a base name, not a folder)")
+      ->check(output_path("default"));
   rank->add_option("--format", rank_args.format, "Terminal output format")
       ->check(CLI::IsMember({"table", "md", "csv", "json"}))
       ->capture_default_str();
-  rank->add_option("--threads", rank_args.threads, "Worker threads (default: all cores)");
+  rank->add_option("--threads", rank_args.threads, "Worker threads (default: all cores)")->check(whole_in(0, 4096));
   rank->add_option("--export", rank_args.export_to, "Print the best plan's launch settings: megatron | torchtitan")
       ->check(CLI::IsMember({"megatron", "torchtitan"}));
   rank->add_option("--resimulate", rank_args.resimulate,
                    "Re-time the best K of the closed form by the event simulation and rank by it (0: off)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(whole_in(0, 1000000))
       ->capture_default_str();
   rank->footer(
       "With no arguments: DeepSeek-V3 on br166-ubbv2 at 16, 32 and 64 nodes (strategies/\n"
       "default.space.yaml). Exit 3 when nothing fits, naming the closest candidates, how far\n"
-      "over capacity each is and the change that makes it fit.\n"
+      "over capacity each is and the change that makes it fit. -o takes a base name: -o out/run1\n"
+      "writes out/run1.md, .csv and .json; an empty name or one ending in `/` is exit 2. An option\n"
+      "and a --set of the same key (--nodes and --set nodes=...) is exit 2.\n"
       "Examples:\n"
       "  paraplan rank\n"
       "  paraplan rank -o reports/default\n"
@@ -859,7 +959,7 @@ int main(int argc, char** argv) {
       "mamf", "A Maximum Achievable Matmul FLOPS figure (mamf-finder.py) -> gemm_kernel.peak_fraction");
   cal_mamf->add_option("tflops", cal.mamf_tflops, "The MAMF figure in TFLOP/s (the best shape's mean)")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   cal_mamf->add_option("--dtype", cal.dtype, "bf16 | fp8")->check(CLI::IsMember({"bf16", "fp8"}))->capture_default_str();
   cal_mamf->add_option("--range", cal.range, "The finder's --m_range (= n, k ranges): LO,HI,STEP")
       ->delimiter(',')
@@ -879,7 +979,8 @@ int main(int argc, char** argv) {
                                              "memory, communication, host")
       ->delimiter(',')
       ->required();
-  cal_runs->add_option("--into", cal.into, "Write a hardware file that extends the runs' hardware with the knobs");
+  cal_runs->add_option("--into", cal.into, "Write a hardware file that extends the runs' hardware with the knobs")
+      ->check(output_path("my-hardware.yaml"));
   cal_runs->add_option("--name", cal.name, "Name of the written hardware (default: the file's stem)");
   cal_runs->footer(
       "Each knob multiplies one mechanism's time in the model (gemm: GEMM and grouped-GEMM kernels;\n"
@@ -911,11 +1012,13 @@ int main(int argc, char** argv) {
   cal_profile->add_option("--passes", cal.passes, "Trace: layer passes it holds, FORWARD,BACKWARD (default: counted)")
       ->delimiter(',')
       ->expected(2);
-  cal_profile->add_option("--into", cal.into, "Write a hardware file that extends it with the fitted multipliers");
+  cal_profile->add_option("--into", cal.into, "Write a hardware file that extends it with the fitted multipliers")
+      ->check(output_path("my-hardware.yaml"));
   cal_profile->add_option("--name", cal.name, "Name of the written hardware (default: the file's stem)");
   for (CLI::App* sub : {cal_coll, cal_gemm, cal_deepep}) {
     sub->add_option("-H,--hardware", cal.hardware, "Hardware the measurements belong to (name or file)")->required();
-    sub->add_option("--into", cal.into, "Write a hardware file that extends it with the calibrated fields");
+    sub->add_option("--into", cal.into, "Write a hardware file that extends it with the calibrated fields")
+        ->check(output_path("my-hardware.yaml"));
     sub->add_option("--name", cal.name, "Name of the written hardware (default: the file's stem)");
   }
   calibrate->footer(

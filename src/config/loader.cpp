@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "config/builtin.hpp"
@@ -13,6 +12,7 @@
 #include "paraplan/config.hpp"
 #include "paraplan/interop.hpp"
 #include "paraplan/validate.hpp"
+#include "util/files.hpp"
 #include "util/strings.hpp"
 
 namespace paraplan {
@@ -32,7 +32,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::uintmax_t kMaxFileBytes = 16u << 20;
 constexpr int kMaxExtendsDepth = 16;
 
 std::string_view dir_of(FileKind kind) {
@@ -129,27 +128,35 @@ std::optional<Text> resolve(const std::string& ref, FileKind kind, const Loc& at
   fs::path p(ref);
   if (p.is_relative() && from != nullptr && !from->dir.empty()) p = fs::path(from->dir) / p;
   std::error_code ec;
-  if (fs::is_directory(p, ec)) {
-    report("`" + p.string() + "` is a directory, not a YAML file");
-    return std::nullopt;
-  }
-  std::ifstream in(p, std::ios::binary);
-  if (!in) {
-    report("cannot open `" + p.string() + "`: " +
-           (fs::exists(p, ec) ? "permission denied" : "no such file"));
-    return std::nullopt;
-  }
-  auto size = fs::file_size(p, ec);
-  if (!ec && size > kMaxFileBytes) {
-    report("`" + p.string() + "` is larger than 16 MiB; is it an input file?");
-    return std::nullopt;
-  }
-  std::ostringstream buf;
-  buf << in.rdbuf();
   std::string identity = fs::weakly_canonical(p, ec).string();
   if (ec) identity = p.lexically_normal().string();
+  const bool confined = from != nullptr && from->confined;
+  if (confined) {
+    // Untrusted text: a file only under the include folder, after symlinks and `..`; the
+    // file is not opened otherwise, so no message can show anything of it.
+    if (from->include_dir.empty()) {
+      report("`" + ref + "`: YAML text given as a string may name only built-in presets here "
+             "(no include directory was given)");
+      return std::nullopt;
+    }
+    const fs::path rel = fs::path(identity).lexically_relative(from->include_dir);
+    if (ec || rel.empty() || *rel.begin() == "..") {
+      report("`" + ref + "` is outside the include directory `" + from->include_dir +
+             "`; YAML text given as a string may name built-in presets and files under it");
+      return std::nullopt;
+    }
+  }
+  // A confined file is read by its resolved name, the one just checked.
+  const std::string read_as = confined ? identity : p.string();
+  util::FileText file = util::read_regular_file(read_as, util::kMaxYamlBytes, "a YAML input");
+  if (!file.ok()) {
+    report(file.message(p.string()));
+    return std::nullopt;
+  }
   std::string dir = p.parent_path().string();
-  return Text{std::make_shared<Source>(Source{p.string(), dir, false, identity}), buf.str()};
+  return Text{std::make_shared<Source>(Source{p.string(), dir, false, identity, confined,
+                                              confined ? from->include_dir : std::string()}),
+              std::move(file.text)};
 }
 
 // A Hugging Face config.json as the tree of a model file (config/hf_config.hpp).
@@ -193,9 +200,20 @@ Node load_tree(const Text& file, FileKind kind, Diags& diags, std::vector<std::s
     return root;
   }
   chain.push_back(base_text->source->identity);
+  const std::size_t before = diags.size();
   Node base = load_tree(*base_text, kind, diags, chain);
   chain.pop_back();
-  if (!base.is_map()) return root;
+  if (!base.is_map()) {
+    // Only a map of keys can be extended. Said at the `extends:` line, without quoting the
+    // file: it may be anything (/etc/passwd), and its own errors, if any, were reported.
+    if (diags.size() == before) {
+      diags.error(at, "`extends: " + ref + "`: " +
+                          (base.is_null() ? std::string("the file is empty")
+                                          : std::string("the file is not a map of `key: value` lines")) +
+                          "; `extends` takes a " + std::string(kind_name(kind)) + " file or preset");
+    }
+    return root;
+  }
   merge_into(base, std::move(root));
   return base;
 }
@@ -302,6 +320,22 @@ std::shared_ptr<const Source> text_source(const std::string& display, const std:
   return std::make_shared<Source>(Source{display, base_dir, false, display});
 }
 
+// Untrusted text: references reach built-in presets, and files under the include folder
+// (canonical; relative paths resolve against it). Throws when the folder is not one.
+std::shared_ptr<const Source> confined_source(const std::string& display, const IncludeScope& scope) {
+  std::string dir;
+  if (!scope.include_dir.empty()) {
+    std::error_code ec;
+    const fs::path canonical = fs::canonical(scope.include_dir, ec);
+    if (ec || !fs::is_directory(canonical, ec)) {
+      throw ConfigError({Diagnostic{display, 0, 0,
+                                    "include directory `" + scope.include_dir + "` is not a directory"}});
+    }
+    dir = canonical.string();
+  }
+  return std::make_shared<Source>(Source{display, dir, false, display, true, dir});
+}
+
 Node tree_from_text(std::string_view yaml, const std::shared_ptr<const Source>& source,
                     FileKind kind, Diags& diags) {
   std::vector<std::string> chain{source->identity};
@@ -348,12 +382,11 @@ auto load_and_read(const std::string& ref, FileKind kind, Read read) {
   return out;
 }
 
-// The same for YAML text, named `display_name`, relative references against `base_dir`.
+// The same for YAML text from `source` (text_source or confined_source).
 template <typename Read>
-auto parse_and_read(std::string_view yaml, const std::string& display_name,
-                    const std::string& base_dir, FileKind kind, Read read) {
+auto parse_and_read(std::string_view yaml, const std::shared_ptr<const Source>& source, FileKind kind,
+                    Read read) {
   Diags diags;
-  auto source = text_source(display_name, base_dir);
   Node root = tree_from_text(yaml, source, kind, diags);
   diags.throw_if_any();
   auto out = read(root, source, diags);
@@ -392,6 +425,12 @@ void apply_sets(Node& root, const std::vector<std::string>& sets, Diags& diags) 
     }
     const std::string path = std::string(util::trim(std::string_view(set).substr(0, eq)));
     Node value = parse_yaml(set.substr(eq + 1), source, diags);
+    if (value.is_null()) {
+      // `parallel.ep=` would replace the file's value by nothing, read as absent: the
+      // default, silently (ep 16 became ep 1).
+      diags.error(source, "`" + set + "`: the value is empty (or null); give one");
+      continue;
+    }
     if (!root.is_map()) {
       root.type = Node::Type::Map;
     }
@@ -462,21 +501,30 @@ SpacePlan load_space(const std::string& ref) {
 
 HardwareSpec parse_hardware(std::string_view yaml, const std::string& display_name,
                             const std::string& base_dir) {
-  return config::parse_and_read(yaml, display_name, base_dir, FileKind::Hardware,
+  return config::parse_and_read(yaml, config::text_source(display_name, base_dir), FileKind::Hardware,
+                                config::read_hardware_at);
+}
+HardwareSpec parse_hardware(std::string_view yaml, const std::string& display_name,
+                            const IncludeScope& scope) {
+  return config::parse_and_read(yaml, config::confined_source(display_name, scope), FileKind::Hardware,
                                 config::read_hardware_at);
 }
 ModelSpec parse_model(std::string_view yaml, const std::string& display_name,
                       const std::string& base_dir) {
-  return config::parse_and_read(yaml, display_name, base_dir, FileKind::Model,
+  return config::parse_and_read(yaml, config::text_source(display_name, base_dir), FileKind::Model,
+                                config::read_model_at);
+}
+ModelSpec parse_model(std::string_view yaml, const std::string& display_name, const IncludeScope& scope) {
+  return config::parse_and_read(yaml, config::confined_source(display_name, scope), FileKind::Model,
                                 config::read_model_at);
 }
 Plan parse_plan(std::string_view yaml, const std::string& display_name, const std::string& base_dir) {
-  return config::parse_and_read(yaml, display_name, base_dir, FileKind::Strategy,
+  return config::parse_and_read(yaml, config::text_source(display_name, base_dir), FileKind::Strategy,
                                 config::plan_from_root);
 }
 SpacePlan parse_space(std::string_view yaml, const std::string& display_name,
                       const std::string& base_dir) {
-  return config::parse_and_read(yaml, display_name, base_dir, FileKind::Space,
+  return config::parse_and_read(yaml, config::text_source(display_name, base_dir), FileKind::Space,
                                 config::space_from_root);
 }
 
@@ -500,10 +548,12 @@ void add_placeholders(Node& root) {
 }  // namespace
 }  // namespace config
 
-Strategy parse_strategy(std::string_view yaml, const std::string& display_name, const HardwareSpec& hw,
-                        const ModelSpec& model) {
+namespace config {
+namespace {
+
+Strategy strategy_from_text(std::string_view yaml, const std::shared_ptr<const Source>& source,
+                            const HardwareSpec& hw, const ModelSpec& model) {
   config::Diags diags;
-  auto source = config::text_source(display_name, "");
   config::Node root = config::tree_from_text(yaml, source, FileKind::Strategy, diags);
   diags.throw_if_any();
   config::add_placeholders(root);
@@ -516,15 +566,33 @@ Strategy parse_strategy(std::string_view yaml, const std::string& display_name, 
   return s;
 }
 
-SearchSpace parse_search_space(std::string_view yaml, const std::string& display_name) {
+SearchSpace space_from_text(std::string_view yaml, const std::shared_ptr<const Source>& source) {
   config::Diags diags;
-  auto source = config::text_source(display_name, "");
   config::Node root = config::tree_from_text(yaml, source, FileKind::Space, diags);
   diags.throw_if_any();
   config::add_placeholders(root);
   SearchSpace sp = config::read_space(root, diags);
   diags.throw_if_any();
   return sp;
+}
+
+}  // namespace
+}  // namespace config
+
+Strategy parse_strategy(std::string_view yaml, const std::string& display_name, const HardwareSpec& hw,
+                        const ModelSpec& model) {
+  return config::strategy_from_text(yaml, config::text_source(display_name, ""), hw, model);
+}
+Strategy parse_strategy(std::string_view yaml, const std::string& display_name, const HardwareSpec& hw,
+                        const ModelSpec& model, const IncludeScope& scope) {
+  return config::strategy_from_text(yaml, config::confined_source(display_name, scope), hw, model);
+}
+SearchSpace parse_search_space(std::string_view yaml, const std::string& display_name) {
+  return config::space_from_text(yaml, config::text_source(display_name, ""));
+}
+SearchSpace parse_search_space(std::string_view yaml, const std::string& display_name,
+                               const IncludeScope& scope) {
+  return config::space_from_text(yaml, config::confined_source(display_name, scope));
 }
 
 FileKind detect_kind(const std::string& ref) {

@@ -10,6 +10,10 @@ namespace {
 
 std::string quoted(std::string_view s) { return "`" + std::string(s) + "`"; }
 
+// The smallest efficiency-like fraction: small enough for a measured size curve at 8 B,
+// large enough that a time divided by it stays finite.
+constexpr double kMinFraction = 1e-6;
+
 // Scalars are shown in messages, but a binary-junk value must not flood the terminal.
 std::string shown(const std::string& s) {
   std::string out;
@@ -100,10 +104,18 @@ std::optional<double> ScalarReader::number(const Node& n, std::string_view what,
 std::optional<double> ScalarReader::fraction(const Node& n, std::string_view what) const {
   auto v = number(n, what, -1e300, 1e300);
   if (!v) return std::nullopt;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", *v);
   if (!(*v > 0.0 && *v <= 1.0)) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%g", *v);
     diags_.error(n.loc, quoted(what) + " is a fraction and must be in (0, 1], got " + buf);
+    return std::nullopt;
+  }
+  if (*v < kMinFraction) {
+    // Efficiencies divide times: 1e-320 would make them infinite.
+    char lo[32];
+    std::snprintf(lo, sizeof lo, "%g", kMinFraction);
+    diags_.error(n.loc, quoted(what) + " = " + shown(std::string(util::trim(n.scalar))) + " is below " + lo +
+                            ", the smallest fraction accepted");
     return std::nullopt;
   }
   return v;
@@ -121,6 +133,16 @@ std::optional<double> ScalarReader::quantity(const Node& n, std::string_view wha
   if (p.value < 0.0 || (!allow_zero && p.value == 0.0)) {
     diags_.error(n.loc, quoted(what) + " must be " + (allow_zero ? "zero or positive" : "positive") +
                             ", got " + quoted(shown(*s)));
+    return std::nullopt;
+  }
+  // Bounds that keep every result finite (a rate of 1e-320 TB/s would divide to infinity).
+  const units::Range range = units::accepted_range(kind);
+  if (p.value != 0.0 && (p.value < range.lo || p.value > range.hi)) {
+    const bool low = p.value < range.lo;
+    diags_.error(n.loc, quoted(what) + " = " + quoted(shown(*s)) + " is " + (low ? "below " : "above ") +
+                            units::format(low ? range.lo : range.hi, kind) + ", the " +
+                            (low ? "smallest " : "largest ") + std::string(units::name(kind)) +
+                            " accepted");
     return std::nullopt;
   }
   return p.value;

@@ -32,9 +32,10 @@ class ScalarReader {
                                    long long hi) const;
   /// Plain number in [lo, hi] (NaN and infinities rejected).
   std::optional<double> number(const Node& n, std::string_view what, double lo, double hi) const;
-  /// Efficiency-like fraction in (0, 1].
+  /// Efficiency-like fraction in [1e-6, 1] ((0, 1] in messages; below 1e-6 said apart).
   std::optional<double> fraction(const Node& n, std::string_view what) const;
-  /// Quantity with unit; `allow_zero` admits 0, negatives are always rejected.
+  /// Quantity with unit within units::accepted_range(kind); `allow_zero` admits 0,
+  /// negatives are always rejected.
   std::optional<double> quantity(const Node& n, std::string_view what, units::Quantity kind,
                                  bool allow_zero) const;
   std::optional<bool> boolean(const Node& n, std::string_view what) const;

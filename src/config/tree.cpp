@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 #include <tuple>
+#include <vector>
 
 namespace paraplan::config {
 
@@ -139,6 +140,22 @@ struct Converter {
   }
 };
 
+// Where the document whose first node is at `m` starts: its `---` line when there is one.
+Loc document_start(std::string_view text, const std::shared_ptr<const Source>& source,
+                   const YAML::Mark& m) {
+  int line = 0;  // 0-based, the `---` line at or before the mark
+  int found = -1;
+  std::size_t pos = 0;
+  while (pos <= text.size() && line <= m.line) {
+    const std::size_t nl = std::min(text.find('\n', pos), text.size());
+    if (text.substr(pos, nl - pos).rfind("---", 0) == 0) found = line;
+    pos = nl + 1;
+    ++line;
+  }
+  if (found >= 0) return Loc{source, found + 1, 1};
+  return Loc{source, m.line >= 0 ? m.line + 1 : 0, m.column >= 0 ? m.column + 1 : 0};
+}
+
 }  // namespace
 
 Node parse_yaml(std::string_view text, const std::shared_ptr<const Source>& source,
@@ -151,11 +168,49 @@ Node parse_yaml(std::string_view text, const std::shared_ptr<const Source>& sour
     diags.error(Loc{source, line, 1}, "file contains a NUL byte; is it a YAML text file?");
     return root;
   }
+  // Only UTF-8 (a byte order mark at the very start aside): yaml-cpp switches encodings on a
+  // stray UTF-16 mark and can then build nodes until memory runs out.
+  {
+    std::size_t i = text.size() >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;
+    int line = 1, col = 1;
+    while (i < text.size()) {
+      const auto c = static_cast<unsigned char>(text[i]);
+      const std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+      bool ok = len > 0 && i + len <= text.size() && !(len == 2 && c < 0xC2) && !(len == 4 && c > 0xF4);
+      for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
+      if (ok && len == 3) {
+        const auto c1 = static_cast<unsigned char>(text[i + 1]);
+        ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 >= 0xA0) && !(c == 0xEF && c1 == 0xBB && text[i + 2] == '\xBF');
+      }
+      if (!ok) {
+        diags.error(Loc{source, line, col}, "not UTF-8 text (a byte that starts no UTF-8 character, or a byte order mark "
+                                            "inside the file); is it a YAML text file?");
+        return root;
+      }
+      if (c == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+      i += len;
+    }
+  }
   try {
-    YAML::Node doc = YAML::Load(std::string(text));
+    const std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
+    if (docs.empty()) return root;
     Converter conv{source, diags};
-    root = conv.convert(doc, 0);
+    root = conv.convert(docs.front(), 0);
     if (root.loc.line == 0) root.loc = Loc{source, 1, 1};
+    // One document per file: a second one would be dropped without a word. Empty ones (a
+    // trailing `---`) hold nothing to drop.
+    for (std::size_t i = 1; i < docs.size(); ++i) {
+      if (docs[i].IsNull()) continue;
+      diags.error(document_start(text, source, docs[i].Mark()),
+                  "a second YAML document; an input file holds one (remove the `---` line, or "
+                  "split the file)");
+      break;
+    }
   } catch (const YAML::Exception& e) {
     Loc at{source, e.mark.line >= 0 ? e.mark.line + 1 : 0, e.mark.column >= 0 ? e.mark.column + 1 : 0};
     std::string msg = e.msg.empty() ? std::string("invalid YAML") : e.msg;

@@ -20,6 +20,10 @@ struct Source {
   std::string dir;      ///< directory of the file ("" = working directory)
   bool builtin = false; ///< a compiled-in preset: relative references stay among presets
   std::string identity; ///< canonical path or builtin path, for cycle detection
+  /// Text from an untrusted caller (the C API's strings) and the files it reached: its
+  /// references may open only built-in presets and files under `include_dir`.
+  bool confined = false;
+  std::string include_dir{};  ///< confined: canonical folder whose files may be read; "" = none
 };
 
 /// A position in a source.
@@ -65,8 +69,9 @@ class Diags {
 };
 
 /// Parses YAML text into a tree. Syntax errors, duplicate keys, non-scalar keys, nesting
-/// deeper than 64 levels and more than 200000 nodes (alias bombs) are diagnostics; the
-/// returned tree is then whatever could be read (possibly Null).
+/// deeper than 64 levels, more than 200000 nodes (alias bombs) and a second non-empty
+/// document (after `---`) are diagnostics; the returned tree is then whatever could be read
+/// (possibly Null).
 Node parse_yaml(std::string_view text, const std::shared_ptr<const Source>& source,
                 Diags& diags);
 

@@ -139,6 +139,16 @@ std::string_view name(Quantity kind) noexcept {
   return "quantity";
 }
 
+Range accepted_range(Quantity kind) noexcept {
+  switch (kind) {
+    case Quantity::Size: return {1.0, 1e18};
+    case Quantity::Rate: return {1e3, 1e18};
+    case Quantity::Compute: return {1e9, 1e21};
+    case Quantity::Time: return {1e-12, 3600.0};
+  }
+  return {0.0, 0.0};
+}
+
 std::string_view accepted(Quantity kind) noexcept {
   switch (kind) {
     case Quantity::Size: return "B KB MB GB TB PB KiB MiB GiB TiB PiB";
@@ -246,6 +256,16 @@ std::string format_time(double seconds) {
   if (a >= 1e-3) return sig4(seconds * 1e3) + " ms";
   if (a >= 1e-6) return sig4(seconds * 1e6) + " us";
   return sig4(seconds * 1e9) + " ns";
+}
+
+std::string format(double value, Quantity kind) {
+  switch (kind) {
+    case Quantity::Size: return format_size(value);
+    case Quantity::Rate: return format_rate(value);
+    case Quantity::Compute: return format_flops(value);
+    case Quantity::Time: return format_time(value);
+  }
+  return sig4(value);
 }
 
 }  // namespace paraplan::units

@@ -477,7 +477,8 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
   const int zero = s.training.zero;
   const int nd_model = model::dense_layers(m);
 
-  const auto& ranks = schedule::rank_chunks(m, s);
+  const auto layout = schedule::rank_chunks(m, s);
+  const auto& ranks = *layout;
   const int pp = static_cast<int>(ranks.size());
   est.stages.reserve(static_cast<std::size_t>(pp));
   for (int r = 0; r < pp; ++r) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <memory>
 #include <unordered_map>
 
 namespace paraplan::schedule {
@@ -85,7 +86,7 @@ std::vector<std::vector<Chunk>> build_rank_chunks(const ModelSpec& m, const Stra
 
 }  // namespace
 
-const std::vector<std::vector<Chunk>>& rank_chunks(const ModelSpec& m, const Strategy& s) {
+std::shared_ptr<const std::vector<std::vector<Chunk>>> rank_chunks(const ModelSpec& m, const Strategy& s) {
   const Parallel& p = s.parallel;
   const int vpp = s.schedule == Schedule::Interleaved ? p.vpp : 1;
   const std::array<long long, 8> key = {m.layers, p.pp, vpp, static_cast<long long>(s.schedule), p.first_stage_layers,
@@ -97,10 +98,13 @@ const std::vector<std::vector<Chunk>>& rank_chunks(const ModelSpec& m, const Str
       return h;
     }
   };
-  // Node-based: references to entries survive later insertions.
-  thread_local std::unordered_map<std::array<long long, 8>, std::vector<std::vector<Chunk>>, Hash> memo;
+  using Layout = std::shared_ptr<const std::vector<std::vector<Chunk>>>;
+  thread_local std::unordered_map<std::array<long long, 8>, Layout, Hash> memo;
   auto it = memo.find(key);
-  if (it == memo.end()) it = memo.emplace(key, build_rank_chunks(m, s)).first;
+  if (it == memo.end()) {
+    if (memo.size() >= 64) memo.clear();  // bounded: a long-lived thread meets many models
+    it = memo.emplace(key, std::make_shared<const std::vector<std::vector<Chunk>>>(build_rank_chunks(m, s))).first;
+  }
   return it->second;
 }
 

@@ -3,6 +3,7 @@
 // micro-batches a step runs, and how many activation sets a rank holds at its peak. Step
 // time (closed form and simulation) and memory both read it.
 
+#include <memory>
 #include <vector>
 
 #include "paraplan/spec.hpp"
@@ -33,8 +34,9 @@ std::vector<int> chunk_layer_counts(int layers, int chunks, int first = 0, int l
 /// DualPipeV: chunks r and 2 pp - 1 - r of 2 pp (one copy).
 /// Memoized per thread by what the layout depends on (layers, pp, vpp, schedule, first /
 /// last stage layers, embedding / loss in the split): the search asks for a few layouts
-/// hundreds of thousands of times. The reference stays valid for the thread's lifetime.
-const std::vector<std::vector<Chunk>>& rank_chunks(const ModelSpec& m, const Strategy& s);
+/// hundreds of thousands of times. The memo holds at most 64 layouts; the pointer keeps
+/// its layout alive.
+std::shared_ptr<const std::vector<std::vector<Chunk>>> rank_chunks(const ModelSpec& m, const Strategy& s);
 
 /// Micro-batches per step per DP rank: global_batch / (dp x micro_batch).
 int micro_batches(const Strategy& s);

@@ -1,6 +1,7 @@
 #include "schedule/simulate.hpp"
 
 #include <algorithm>
+#include <string>
 #include <deque>
 #include <tuple>
 
@@ -399,6 +400,16 @@ Simulation simulate(Schedule schedule, const Pipeline& p, bool record) {
   const int m = std::max(1, p.micro_batches);
   int vpp = 1;
   for (const auto& r : p.ranks) vpp = std::max(vpp, static_cast<int>(r.size()));
+  // Bounded work and memory: beyond kMaxTasks tasks (three per micro-batch, chunk and rank)
+  // the step is left to the closed form, which the caller keeps when the simulation is not ok.
+  constexpr double kMaxTasks = 8e6;
+  if (3.0 * m * vpp * std::max(1, pp) > kMaxTasks) {
+    Simulation out;
+    out.ok = false;
+    out.error = "the schedule has more than 8 million tasks (" + std::to_string(m) + " micro-batches x " +
+                std::to_string(vpp) + " chunks x " + std::to_string(pp) + " ranks); timed by the closed form";
+    return out;
+  }
   Sim sim(p, layout_of(schedule, pp, vpp), record);
   switch (schedule) {
     case Schedule::OneFOneB:

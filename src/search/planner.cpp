@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cmath>
+#include <optional>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -18,6 +19,7 @@
 #include "cost/memory.hpp"
 #include "model/op_graph.hpp"
 #include "model/params.hpp"
+#include "paraplan/errors.hpp"
 #include "paraplan/model.hpp"
 #include "schedule/layout.hpp"
 #include "schedule/simulate.hpp"
@@ -30,6 +32,143 @@ namespace {
 // Collective times of one search worker, keyed by (op, size, stride, dies, bytes): a
 // handful of distinct values per search, looked up without locks.
 using CommMemo = std::map<std::tuple<int, int, long long, bool, double>, double>;
+}  // namespace
+
+// ---- the last guard against non-finite results --------------------------------------------
+// Input bounds (units::accepted_range, fractions >= 1e-6) keep every result finite, so a NaN
+// or an infinity in an estimate is a bug. It is an error naming the field, never a number
+// printed as `inf` or `nan`, nor one ranked (a NaN breaks the sort's order).
+namespace {
+
+// One named number of an estimate.
+struct Field {
+  const char* name = nullptr;  ///< "time_s.compute"; nullptr: none
+  double value = 0;
+};
+
+// The first non-finite field of `e`, or a Field without a name when every one is finite.
+// Cheap enough for the search's inner loop.
+Field non_finite_field(const Estimate& e) {
+  const TimeBreakdown& t = e.time_s;
+  const MemoryBreakdown& m = e.memory_bytes;
+  const Field fields[] = {
+      {"step_time_s", e.step_time_s},
+      {"tokens_per_device_per_s", e.tokens_per_device_per_s},
+      {"tokens_per_die_per_s", e.tokens_per_die_per_s},
+      {"mfu", e.mfu},
+      {"hfu", e.hfu},
+      {"time_s.compute", t.compute},
+      {"time_s.tp_comm", t.tp_comm},
+      {"time_s.ep_comm", t.ep_comm},
+      {"time_s.pp_comm", t.pp_comm},
+      {"time_s.dp_comm", t.dp_comm},
+      {"time_s.pp_bubble", t.pp_bubble},
+      {"time_s.optimizer", t.optimizer},
+      {"time_s.queueing", t.queueing},
+      {"time_s.offload", t.offload},
+      {"time_s.exposed_comm", t.exposed_comm},
+      {"memory_bytes.weights", m.weights},
+      {"memory_bytes.gradients", m.gradients},
+      {"memory_bytes.optimizer_states", m.optimizer_states},
+      {"memory_bytes.activations", m.activations},
+      {"memory_bytes.buffers", m.buffers},
+      {"memory_bytes.reserve", m.reserve},
+      {"memory_bytes.total", m.total},
+      {"memory_bytes.capacity", m.capacity},
+      {"memory_bytes.host_per_node", m.host_per_node},
+      {"stage_f_s", e.stage_f_s},
+      {"stage_b_s", e.stage_b_s},
+      {"stage_w_s", e.stage_w_s},
+      {"closed_form_step_s", e.closed_form_step_s},
+  };
+  for (const Field& f : fields) {
+    if (!std::isfinite(f.value)) return f;
+  }
+  return {};
+}
+
+std::string describe(const Strategy& s) {
+  if (!s.name.empty()) return "`" + s.name + "`";
+  const Parallel& p = s.parallel;
+  return std::to_string(s.nodes) + " nodes TP" + std::to_string(p.tp) + " PP" + std::to_string(p.pp) + " DP" +
+         std::to_string(p.dp) + " EP" + std::to_string(p.ep) + " mb" + std::to_string(s.training.micro_batch);
+}
+
+[[noreturn]] void non_finite(const Strategy& s, const std::string& field, double value) {
+  throw Error("the estimate of " + describe(s) + " has a non-finite `" + field + "` (" +
+              (std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf") +
+              "); this is a bug, please report it with the input files");
+}
+
+void require_finite(const Estimate& e) {
+  if (!e.valid) return;
+  if (const Field f = non_finite_field(e); f.name != nullptr) non_finite(e.strategy, f.name, f.value);
+}
+
+// Every number of the breakdowns `paraplan evaluate` prints.
+void require_finite(const Evaluation& ev) {
+  require_finite(ev.estimate);
+  const Strategy& s = ev.plan.strategy;
+  auto check = [&](const std::string& field, double v) {
+    if (!std::isfinite(v)) non_finite(s, field, v);
+  };
+  for (const LayerEstimate& l : ev.compute.layers) {
+    const std::string at = "compute." + l.kind;
+    check(at + ".forward_s", l.forward_s);
+    check(at + ".backward_s", l.backward_s);
+    check(at + ".recompute_s", l.recompute_s);
+    check(at + ".weight_grad_s", l.weight_grad_s);
+    for (const OpEstimate& o : l.ops) {
+      const std::string op = at + "." + o.name + " (" + o.phase + ")";
+      check(op + ".time_s", o.time_s);
+      check(op + ".flops", o.flops);
+      check(op + ".bytes", o.bytes);
+      check(op + ".efficiency", o.efficiency);
+      check(op + ".achieved", o.achieved);
+    }
+  }
+  for (const LayerComm& l : ev.comm.layers) {
+    const std::string at = "comm." + l.kind;
+    check(at + ".forward_s", l.forward_s);
+    check(at + ".backward_s", l.backward_s);
+    check(at + ".queueing_s", l.queueing_s);
+    for (const CommOpEstimate& o : l.ops) {
+      const std::string op = at + "." + o.name + " (" + o.phase + ")";
+      check(op + ".time_s", o.time_s);
+      check(op + ".compute_s", o.compute_s);
+      check(op + ".queueing_s", o.queueing_s);
+      for (const CommStageEstimate& st : o.stages) {
+        check(op + "." + st.name + ".bytes", st.bytes);
+        check(op + "." + st.name + ".bandwidth", st.bandwidth);
+        check(op + "." + st.name + ".time_s", st.time_s);
+      }
+    }
+  }
+  check("comm.pp_send.time_s", ev.comm.pp_send.time_s);
+  for (const StageMemory& m : ev.memory.stages) {
+    const std::string at = "memory.stage" + std::to_string(m.stage);
+    check(at + ".weights", m.weights);
+    check(at + ".gradients", m.gradients);
+    check(at + ".optimizer_states", m.optimizer_states);
+    check(at + ".activations", m.activations);
+    check(at + ".buffers", m.buffers);
+    check(at + ".total", m.total);
+    check(at + ".host_bytes", m.host_bytes);
+  }
+}
+
+void require_finite(const Timeline& tl, const Strategy& s) {
+  auto check = [&](const std::string& field, double v) {
+    if (!std::isfinite(v)) non_finite(s, field, v);
+  };
+  check("timeline.step_time_s", tl.step_time_s);
+  check("timeline.pipeline_s", tl.pipeline_s);
+  for (const TimelineEvent& e : tl.events) {
+    check("timeline.stage" + std::to_string(e.stage) + "." + e.kind + ".start_s", e.start_s);
+    check("timeline.stage" + std::to_string(e.stage) + "." + e.kind + ".end_s", e.end_s);
+  }
+}
+
 }  // namespace
 
 struct Planner::Impl {
@@ -207,7 +346,9 @@ Estimate Planner::evaluate(const Strategy& s) const {
     for (const RuleViolation& v : broken) e.infeasible_reasons.push_back("rule " + v.rule + ": " + v.message);
     return e;
   }
-  return impl_->evaluate(s, true);
+  Estimate e = impl_->evaluate(s, true);
+  require_finite(e);
+  return e;
 }
 
 Timeline Planner::timeline(const Strategy& s) const {
@@ -219,7 +360,9 @@ Timeline Planner::timeline(const Strategy& s) const {
     tl.error = "rule " + broken.front().rule + ": " + broken.front().message;
     return tl;
   }
-  return impl_->timeline(s);
+  Timeline simulated = impl_->timeline(s);
+  require_finite(simulated, s);
+  return simulated;
 }
 
 Evaluation Planner::explain(const Strategy& s) const {
@@ -230,6 +373,7 @@ Evaluation Planner::explain(const Strategy& s) const {
   ev.compute = estimate_compute(ev.plan, load);
   ev.memory = estimate_memory(ev.plan, load);
   ev.estimate = evaluate(s);
+  require_finite(ev);
   return ev;
 }
 
@@ -651,6 +795,7 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
     Counter rejected;
     std::size_t evaluated = 0, feasible = 0, infeasible = 0, infeasible_rules = 0;
     double layer_seconds = 0;
+    std::optional<Estimate> non_finite;  // the first estimate with a NaN or infinity: a bug
   };
   std::vector<Local> locals(static_cast<std::size_t>(threads));
   const std::size_t shown = static_cast<std::size_t>(std::max(1, options.top));
@@ -669,7 +814,7 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
     CommMemo memo;
     std::unordered_map<search::LayerKey, std::shared_ptr<const search::LayerCosts>, search::LayerKeyHash> costs;
     Strategy s = en.base;
-    for (std::size_t li; (li = next.fetch_add(1)) < en.layouts.size() && !cancelled();) {
+    for (std::size_t li; (li = next.fetch_add(1)) < en.layouts.size() && !cancelled() && !L.non_finite;) {
       const std::size_t size = en.count(en.layouts[li]);
       if ((options.max_candidates > 0 && taken.fetch_add(size) >= options.max_candidates) ||
           (options.budget_seconds > 0 && since(start) > options.budget_seconds)) {
@@ -696,6 +841,10 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
           L.layer_seconds += since(t0);
         }
         Estimate e = impl_->evaluate_with(s, *it->second, false, &memo, false);
+        if (e.valid && non_finite_field(e).name != nullptr) {
+          L.non_finite = std::move(e);  // reported after the join, from the calling thread
+          break;
+        }
         // The space's headroom: a strategy may use at most this fraction of device memory.
         if (e.feasible && e.memory_bytes.total > space.memory_headroom * e.memory_bytes.capacity) {
           e.feasible = false;
@@ -754,6 +903,9 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
   }
   result.cancelled = cancelled();
   const double loop_seconds = since(loop_start);
+  for (const Local& L : locals) {
+    if (L.non_finite) require_finite(*L.non_finite);
+  }
   if (stopped || result.cancelled) {
     std::size_t evaluated_or_rejected = en.world_rejected;
     for (const Local& L : locals) evaluated_or_rejected += L.evaluated + L.infeasible_rules;
@@ -830,7 +982,14 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
   } else {
     for (Estimate& e : result.closest) e = impl_->evaluate(e.strategy, true);
   }
-  if (!result.best.empty()) result.best_timeline = impl_->timeline(result.best.front().strategy);
+  // The re-timed results passed through the event simulation: checked again.
+  for (const std::vector<Estimate>* list : {&result.best, &result.pareto, &result.best_per_nodes, &result.closest}) {
+    for (const Estimate& e : *list) require_finite(e);
+  }
+  if (!result.best.empty()) {
+    result.best_timeline = impl_->timeline(result.best.front().strategy);
+    require_finite(result.best_timeline, result.best.front().strategy);
+  }
   for (const auto& [rule, count] : rejected.by_rule) {
     if (count > 0) result.rejected.push_back({rule, count});
   }

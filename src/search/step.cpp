@@ -123,9 +123,9 @@ Ranks rank_times(const ModelSpec& m, const Strategy& s, const LayerCosts& c, boo
   const Exposed head = expose(c.head, false, s.overlap.tp);
   const int nd_model = model::dense_layers(m);
   Ranks out;
-  const auto& layout = schedule::rank_chunks(m, s);
-  out.total.reserve(layout.size());
-  for (const auto& chunks : layout) {
+  const auto layout = schedule::rank_chunks(m, s);
+  out.total.reserve(layout->size());
+  for (const auto& chunks : *layout) {
     std::vector<RankTime> times;
     RankTime r;
     for (const schedule::Chunk& ch : chunks) {

@@ -1,22 +1,32 @@
 // No input, however broken, crashes paraplan: truncated and mutated copies of every preset,
 // binary junk, deep nesting, alias bombs, huge numbers and NaN either load or fail with a
-// ConfigError (in process), and `paraplan check` exits 0 or 2, never by a signal.
+// ConfigError (in process), and `paraplan check` exits 0 or 2, never by a signal. What
+// loads evaluates to finite numbers: no `nan` or `inf` in any report. Special files (a
+// FIFO, /dev/zero, a folder), numbers that would divide to infinity, and arguments that
+// used to be silent no-ops are exit 2 with their message (#21).
 // Mutations come from a fixed-seed generator, so every run tests the same inputs.
 
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "paraplan/config.hpp"
 #include "paraplan/errors.hpp"
+#include "paraplan/planner.hpp"
+#include "paraplan/report.hpp"
 
 namespace fs = std::filesystem;
 using namespace paraplan;
@@ -168,6 +178,134 @@ int run_check(const std::string& file) {
   return status;
 }
 
+/// What one run of the CLI did.
+struct Run {
+  int code = -1;           ///< exit status; -1 when killed by a signal or the time limit
+  bool timed_out = false;  ///< still running after the limit (then killed)
+  double seconds = 0;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// Runs `paraplan ARGS...` in `cwd` with stdin closed, killing it after `limit_s`.
+Run run_cli(const std::vector<std::string>& args, const fs::path& cwd, double limit_s = 20) {
+  const fs::path out_file = cwd / ".run.out", err_file = cwd / ".run.err";
+  const auto start = std::chrono::steady_clock::now();
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (chdir(cwd.c_str()) != 0) _exit(127);
+    int in = open("/dev/null", O_RDONLY);
+    int out = open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (in < 0 || out < 0 || err < 0) _exit(127);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    std::vector<char*> argv{const_cast<char*>(PARAPLAN_CLI)};
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(PARAPLAN_CLI, argv.data());
+    _exit(127);
+  }
+  Run r;
+  int status = 0;
+  while (true) {
+    const pid_t done = waitpid(pid, &status, WNOHANG);
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (done == pid) break;
+    if (r.seconds > limit_s) {
+      r.timed_out = true;
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (!r.timed_out && WIFEXITED(status)) r.code = WEXITSTATUS(status);
+  r.out = slurp(out_file);
+  r.err = slurp(err_file);
+  return r;
+}
+
+/// A fresh scratch folder for one test case, removed at the end of it.
+struct Scratch {
+  fs::path dir;
+  explicit Scratch(const std::string& name)
+      : dir(fs::temp_directory_path() / ("paraplan-" + name + "-" + std::to_string(getpid()))) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  ~Scratch() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  fs::path write(const std::string& name, const std::string& text) const {
+    const fs::path p = dir / name;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << text;
+    return p;
+  }
+};
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+/// The first `nan` or `inf` printed as a number (a word of its own, any case, any sign),
+/// or "" when there is none; `infeasible` and `info` do not count.
+std::string non_finite_token(const std::string& text) {
+  auto letter = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; };
+  for (std::size_t i = 0; i + 3 <= text.size(); ++i) {
+    std::string word = text.substr(i, 3);
+    for (char& c : word) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (word != "nan" && word != "inf") continue;
+    if ((i > 0 && letter(text[i - 1])) || (i + 3 < text.size() && letter(text[i + 3]))) continue;
+    const std::size_t from = i < 40 ? 0 : i - 40;
+    return text.substr(from, 80);
+  }
+  return {};
+}
+
+/// `text` without the free-text names of `plan` that a mutant set to `nan` or `-.inf`
+/// (they are names, not numbers).
+std::string without_names(std::string text, const Plan& plan) {
+  std::vector<std::string> names{plan.hardware.name, plan.hardware.device.name, plan.model.name, plan.strategy.name};
+  for (const TierSpec& t : plan.hardware.tiers) {
+    names.push_back(t.name);
+    for (const FabricLevel& l : t.levels) names.push_back(l.name);
+  }
+  for (const ExtraLinkSpec& l : plan.hardware.extra_links) names.push_back(l.name);
+  for (const std::string& name : names) {
+    if (name.empty() || non_finite_token(name).empty()) continue;
+    for (std::size_t at; (at = text.find(name)) != std::string::npos;) text.erase(at, name.size());
+  }
+  return text;
+}
+
+/// A strategy each hardware or model preset can be evaluated with: a built-in strategy on
+/// it, or a dense TP8 PP4 layout on 4 nodes.
+std::string strategy_for(const Preset& p) {
+  for (const Preset& s : presets()) {
+    if (s.kind != FileKind::Strategy) continue;
+    const Plan plan = load_plan(s.name);
+    if ((p.kind == FileKind::Hardware && plan.strategy.hardware == p.name) ||
+        (p.kind == FileKind::Model && plan.strategy.model == p.name)) {
+      return "extends: " + s.name + "\n";
+    }
+  }
+  const std::string hw = p.kind == FileKind::Hardware ? p.name : "h100-sxm-ib";
+  const std::string model = p.kind == FileKind::Model ? p.name : "llama3-70b";
+  return "hardware: " + hw + "\nmodel: " + model +
+         "\nnodes: 4\nparallel: {tp: 8, pp: 4, dp: 1}\ntraining: {micro_batch: 1, global_batch: 16, recompute: full}\n";
+}
+
 }  // namespace
 
 TEST_SUITE("config.robustness") {
@@ -212,5 +350,367 @@ TEST_SUITE("config.robustness") {
     }
     MESSAGE(docs.size() << " files: " << exit0 << " passed the check, " << exit2 << " exit 2");
     fs::remove_all(dir);
+  }
+}
+
+TEST_SUITE("config.special_files") {
+  // A FIFO without a writer blocks a plain open() forever, /dev/zero never ends and a
+  // folder is not text: each is refused at once, before anything is read.
+  TEST_CASE("a FIFO, /dev/zero and a folder are refused in a second: exit 2, not a regular file") {
+    Scratch s("special");
+    REQUIRE(mkfifo((s.dir / "fifo.yaml").c_str(), 0600) == 0);
+    const std::vector<std::pair<std::string, std::string>> cases{
+        {"fifo.yaml", "`fifo.yaml` is not a regular file (a FIFO)"},
+        {"/dev/zero", "`/dev/zero` is not a regular file (a character device)"},
+        {s.dir.string(), "is not a regular file (a directory)"},
+    };
+    for (const auto& [file, message] : cases) {
+      CAPTURE(file);
+      const Run r = run_cli({"check", file}, s.dir);
+      CHECK_FALSE(r.timed_out);
+      CHECK(r.seconds < 1.0);
+      CHECK(r.code == 2);
+      CHECK(contains(r.err, message));
+    }
+  }
+
+  TEST_CASE("hardware=/dev/zero through --set and through a file: exit 2 within a second") {
+    Scratch s("devzero");
+    s.write("zero.yaml", "extends: br166-ep16-mb2\nhardware: /dev/zero\n");
+    const Run set = run_cli({"evaluate", "br166-ep16-mb2", "--set", "hardware=/dev/zero"}, s.dir);
+    CHECK_FALSE(set.timed_out);
+    CHECK(set.seconds < 1.0);
+    CHECK(set.code == 2);
+    CHECK(contains(set.err, "--set:1:1: error: `/dev/zero` is not a regular file (a character device)"));
+    const Run file = run_cli({"evaluate", "zero.yaml"}, s.dir);
+    CHECK_FALSE(file.timed_out);
+    CHECK(file.seconds < 1.0);
+    CHECK(file.code == 2);
+    CHECK(contains(file.err, "zero.yaml:2:11: error: `/dev/zero` is not a regular file (a character device)"));
+  }
+
+  TEST_CASE("measurement files: a FIFO, a folder and a missing file are refused, not waited on") {
+    Scratch s("special-data");
+    REQUIRE(mkfifo((s.dir / "log.txt").c_str(), 0600) == 0);
+    const Run fifo = run_cli({"calibrate", "collective", "log.txt", "-H", "h100-sxm-ib"}, s.dir);
+    CHECK_FALSE(fifo.timed_out);
+    CHECK(fifo.code == 2);
+    CHECK(contains(fifo.err, "log.txt: error: `log.txt` is not a regular file (a FIFO)"));
+    const Run trace = run_cli({"calibrate", "profile", "log.txt", "-s", "br166-ep16-mb2"}, s.dir);
+    CHECK_FALSE(trace.timed_out);
+    CHECK(trace.code == 2);
+    CHECK(contains(trace.err, "`log.txt` is not a regular file (a FIFO)"));
+    const Run dir = run_cli({"calibrate", "gemm", s.dir.string(), "-H", "h100-sxm-ib"}, s.dir);
+    CHECK(dir.code == 2);
+    CHECK(contains(dir.err, "is not a regular file (a directory)"));
+    const Run missing = run_cli({"calibrate", "collective", "/nonexistent", "-H", "h100-sxm-ib"}, s.dir);
+    CHECK(missing.code == 2);
+    CHECK(contains(missing.err, "/nonexistent: error: cannot open `/nonexistent`: no such file"));
+  }
+
+  TEST_CASE("a YAML file over 16 MiB is refused without being parsed") {
+    Scratch s("big");
+    s.write("big.yaml", "name: x\n" + std::string((16u << 20) + 1, '#'));
+    try {
+      (void)load_hardware((s.dir / "big.yaml").string());
+      FAIL("a 16 MiB file loaded");
+    } catch (const ConfigError& e) {
+      CHECK(e.diagnostics().front().message ==
+            "`" + (s.dir / "big.yaml").string() +
+                "` is larger than 16 MiB, the limit for a YAML input; is it the right file?");
+    }
+  }
+
+  TEST_CASE("one YAML document per file: a second one is an error at its `---` line") {
+    Scratch s("twodoc");
+    s.write("two.yaml", "extends: br166-ubbv2\nname: x\n---\nname: y\n");
+    s.write("trailing.yaml", "extends: br166-ubbv2\nname: x\n---\n# nothing\n");
+    const Run two = run_cli({"check", "two.yaml"}, s.dir);
+    CHECK(two.code == 2);
+    CHECK(contains(two.err, "two.yaml:3:1: error: a second YAML document; an input file holds one"));
+    const Run trailing = run_cli({"check", "trailing.yaml"}, s.dir);  // an empty one drops nothing
+    CHECK(trailing.code == 0);
+  }
+
+  TEST_CASE("`extends:` takes a map: /dev/null, /etc/passwd, a scalar and an empty file are located errors") {
+    Scratch s("extends");
+    s.write("scalar.yaml", "just a value\n");
+    s.write("empty.yaml", "");
+    s.write("passwd.yaml", "root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n");
+    const std::vector<std::pair<std::string, std::string>> cases{
+        {"/dev/null", "a.yaml:1:10: error: `/dev/null` is not a regular file (a character device)"},
+        {"passwd.yaml",
+         "a.yaml:1:10: error: `extends: passwd.yaml`: the file is not a map of `key: value` lines; "
+         "`extends` takes a hardware file or preset"},
+        {"scalar.yaml", "a.yaml:1:10: error: `extends: scalar.yaml`: the file is not a map of `key: value` lines"},
+        {"empty.yaml", "a.yaml:1:10: error: `extends: empty.yaml`: the file is empty"},
+    };
+    for (const auto& [base, message] : cases) {
+      CAPTURE(base);
+      s.write("a.yaml", "extends: " + base + "\nname: x\ndevice: {name: x}\n");
+      const Run r = run_cli({"check", "a.yaml"}, s.dir);
+      CHECK(r.code == 2);
+      CHECK(contains(r.err, message));
+      CHECK_FALSE(contains(r.err, "nologin"));  // nothing of the file is quoted
+    }
+    if (fs::is_regular_file("/etc/passwd")) {
+      s.write("a.yaml", "extends: /etc/passwd\nname: x\ndevice: {name: x}\n");
+      const Run r = run_cli({"check", "a.yaml"}, s.dir);
+      CHECK(r.code == 2);
+      CHECK(contains(r.err, "a.yaml:1:10: error: `extends: /etc/passwd`: the file is not a map"));
+    }
+  }
+}
+
+TEST_SUITE("numbers.finite") {
+  TEST_CASE("a rate of 1e-320 TB/s and an efficiency of 1e-320 are located errors at load") {
+    Scratch s("tiny");
+    s.write("bw.yaml", "extends: h100-sxm-ib\nname: x\ndevice:\n  memory_bandwidth: 1e-320 TB/s\n");
+    s.write("gemm.yaml", "extends: h100-sxm-ib\nname: x\ndevice:\n  gemm_efficiency:\n    bf16:\n      default: 1e-320\n");
+    const Run bw = run_cli({"evaluate", "deepseek-v3-h800", "--set", "hardware=bw.yaml"}, s.dir);
+    CHECK(bw.code == 2);
+    CHECK(contains(bw.err, "bw.yaml:4:21: error: `device.memory_bandwidth` = `1e-320 TB/s` is below 1 KB/s, "
+                           "the smallest rate accepted"));
+    CHECK(bw.out.empty());
+    const Run gemm = run_cli({"check", "gemm.yaml"}, s.dir);
+    CHECK(gemm.code == 2);
+    CHECK(contains(gemm.err, "gemm.yaml:6:16: error: `device.gemm_efficiency.bf16.default` = 1e-320 is below "
+                             "1e-06, the smallest fraction accepted"));
+  }
+
+  // The bounds keep results finite; if a bug still makes one infinite, it is an internal
+  // error naming the field, never a number printed as `inf`. Spec structs built in code
+  // skip the loader's bounds, so they can reach the guard.
+  TEST_CASE("the last guard: a non-finite estimate is an Error naming its field, never a number") {
+    Plan plan = load_plan("deepseek-v3-h800");
+    plan.hardware.device.memory_bw_bytes_per_s = 1e-320;
+    Planner planner(plan.hardware, plan.model);
+    auto message_of = [](auto&& call) {
+      try {
+        call();
+      } catch (const ConfigError&) {
+        return std::string("ConfigError");
+      } catch (const Error& e) {
+        return std::string(e.what());
+      }
+      return std::string("no error");
+    };
+    const std::string evaluate = message_of([&] { (void)planner.evaluate(plan.strategy); });
+    CAPTURE(evaluate);
+    CHECK(contains(evaluate, "the estimate of `deepseek-v3-h800` has a non-finite `"));
+    CHECK(contains(evaluate, "this is a bug"));
+    const std::string explain = message_of([&] { (void)planner.explain(plan.strategy); });
+    CHECK(contains(explain, "has a non-finite `"));
+    SpacePlan space = load_space("deepseek-v3-h800-cluster");
+    const std::string search = message_of([&] { (void)planner.search(space.space, SearchOptions{}); });
+    CAPTURE(search);
+    CHECK(contains(search, "has a non-finite `"));
+  }
+
+  TEST_CASE("calibrate: absurd times and rates are located errors, never -nan or a denormal written") {
+    Scratch s("calib");
+    s.write("coll.csv", "size,GB/s\n1024,1e-300\n2048,1e-300\n4096,1e-300\n");
+    s.write("nccl.log",
+            "# Collective test starting: all_reduce_perf\n"
+            "#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
+            "        1024           256     float     sum      -1   1e-300    0.00    0.00      0\n"
+            "        2048           512     float     sum      -1   1e-300    0.00    0.00      0\n");
+    s.write("zero.log",
+            "# Collective test starting: all_reduce_perf\n"
+            "#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
+            "        1024           256     float     sum      -1     10.0    0.00    0.00      0\n"
+            "        2048           512     float     sum      -1     10.0    0.00    0.00      0\n");
+    s.write("gemm.csv", "m,n,k,tflops\n1024,1024,1024,1e-320\n");
+    s.write("slow.csv", "m,n,k,time_us\n1024,1024,1024,1e300\n");
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+        {{"calibrate", "collective", "coll.csv", "-H", "h100-sxm-ib"},
+         "coll.csv:2:6: error: bandwidth `1e-300` GB/s is below 1 KB/s, the smallest rate accepted"},
+        {{"calibrate", "collective", "nccl.log", "-H", "h100-sxm-ib"},
+         "nccl.log:3:56: error: time `1e-300` us is below 0.001 ns, the smallest time accepted"},
+        {{"calibrate", "collective", "zero.log", "-H", "h100-sxm-ib"},
+         "zero.log: error: no row has a positive busbw: nothing to calibrate a bandwidth from"},
+        {{"calibrate", "gemm", "gemm.csv", "-H", "h100-sxm-ib"},
+         "gemm.csv:2:1: error: achieved 1e-320 TFLOPS is below 1e-06 of the peak 989 TFLOPS: wrong units or columns?"},
+        {{"calibrate", "gemm", "slow.csv", "-H", "h100-sxm-ib"},
+         "slow.csv:2:16: error: time `1e300` is above 3600 s, the largest time accepted"},
+        {{"calibrate", "mamf", "1e-300", "-H", "h100-sxm-ib"},
+         "paraplan calibrate mamf: 1e-300 TFLOP/s is below 1e-06 of the bf16 peak (989 TFLOPS)"},
+    };
+    for (const auto& [args, message] : cases) {
+      CAPTURE(args[2]);
+      const Run r = run_cli(args, s.dir);
+      CHECK(r.code == 2);
+      CHECK(contains(r.err, message));
+      CHECK_FALSE(contains(r.out, "nan"));
+      CHECK_FALSE(contains(r.out, "e-3"));  // no denormal (or 1e-300) efficiency printed
+    }
+  }
+}
+
+TEST_SUITE("cli.no_silent_noops") {
+  // Each of these used to exit 0 having done something other than what was asked.
+  TEST_CASE("arguments that would be ignored are exit 2, naming the problem") {
+    Scratch s("noops");
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+        {{"evaluate", "br166-ep16-mb2", "--set", "parallel.ep="},
+         "--set: error: `parallel.ep=`: the value is empty (or null); give one"},
+        {{"rank", "--top", "0"}, "--top: `0` is not a whole number in 1..1000000"},
+        {{"rank", "--top", "-5"}, "--top: `-5` is not a whole number in 1..1000000"},
+        {{"rank", "-o", ""}, "--output: an empty name; give one, e.g. default"},
+        {{"rank", "-o", "reports/"}, "--output: `reports/` names a folder; give a file name in it, e.g. reports/default"},
+        {{"evaluate", "br166-ep16-mb2", "--trace", ""}, "--trace: an empty name; give one, e.g. step.json"},
+        {{"rank", "--set", "nodes=[16,32]", "--nodes", "64"},
+         "paraplan rank: both --nodes and --set nodes=[16,32] were given; use one"},
+        {{"rank", "-H", "h800-ib", "--set", "hardware=h100-sxm-ib"},
+         "paraplan rank: both -H/--hardware and --set hardware=h100-sxm-ib were given; use one"},
+        {{"rank", "--nodes", "100000"},
+         "paraplan rank: every node count asked for exceeds br166-ubbv2's cluster (1024 nodes at most)"},
+        {{"rank", "--threads", "-3"}, "--threads: `-3` is not a whole number in 0..4096"},
+        {{"calibrate", "collective", "/nonexistent", "-H", "h100-sxm-ib"},
+         "/nonexistent: error: cannot open `/nonexistent`: no such file"},
+        {{"calibrate", "gemm", "x.csv", "-H", "h100-sxm-ib", "--into", ""}, "--into: an empty name"},
+    };
+    for (const auto& [args, message] : cases) {
+      std::string shown;
+      for (const std::string& a : args) shown += " " + (a.empty() ? std::string("''") : a);
+      CAPTURE(shown);
+      const Run r = run_cli(args, s.dir);
+      CHECK(r.code == 2);
+      CHECK(contains(r.err, message));
+      CHECK(r.out.empty());  // nothing printed as if it had worked
+    }
+    CHECK_FALSE(fs::exists(s.dir / "reports"));
+  }
+}
+
+TEST_SUITE("numbers.evaluate_mutants") {
+  // Mutants that load are evaluated in full (every op, transfer and stage), and the text
+  // and JSON reports hold no `nan` or `inf`: the loader's bounds keep every result finite,
+  // and the planner's last guard would throw paraplan::Error (failing this test) otherwise.
+  TEST_CASE("every loadable mutant of a hardware, model or strategy preset evaluates to finite numbers") {
+    long evaluated = 0, refused = 0, broke_rules = 0;
+    unsigned seed = 7000;
+    for (const Preset& p : presets()) {
+      if (p.kind == FileKind::Space) continue;  // a search per mutant is the next test's
+      CAPTURE(p.name);
+      const Plan base = p.kind == FileKind::Strategy ? Plan{} : parse_plan(strategy_for(p), "base.yaml");
+      for (const std::string& m : mutants(std::string(p.text), seed++)) {
+        Plan plan;
+        try {
+          if (p.kind == FileKind::Strategy) {
+            plan = parse_plan(m, "mutant.yaml");
+          } else {
+            plan = base;
+            if (p.kind == FileKind::Hardware) plan.hardware = parse_hardware(m, "mutant.yaml");
+            if (p.kind == FileKind::Model) plan.model = parse_model(m, "mutant.yaml");
+          }
+        } catch (const ConfigError&) {
+          ++refused;
+          continue;
+        }
+        if (!check_rules(plan.strategy, plan.hardware, plan.model).empty()) {
+          ++broke_rules;  // the loader reports these; evaluate never sees them
+          continue;
+        }
+        CAPTURE(m);
+        const Evaluation ev = Planner(plan.hardware, plan.model).explain(plan.strategy);
+        const std::string text = without_names(evaluation_text(ev, true), plan),
+                          json = without_names(evaluation_json(ev), plan);
+        CHECK_MESSAGE(non_finite_token(text).empty(), non_finite_token(text));
+        CHECK_MESSAGE(non_finite_token(json).empty(), non_finite_token(json));
+        ++evaluated;
+      }
+    }
+    MESSAGE("evaluated " << evaluated << ", refused at load " << refused << ", broke a rule " << broke_rules);
+    CHECK(evaluated > 300);
+  }
+
+  TEST_CASE("a sample of mutated spaces is searched; the ranking holds no nan or inf") {
+    long searched = 0;
+    unsigned seed = 8000;
+    for (const Preset& p : presets()) {
+      if (p.kind != FileKind::Space) continue;
+      CAPTURE(p.name);
+      const std::vector<std::string> all = mutants(std::string(p.text), seed++);
+      for (std::size_t i = 0; i < all.size(); i += 23) {
+        SpacePlan space;
+        try {
+          space = parse_space(all[i], "mutant.yaml");
+        } catch (const ConfigError&) {
+          continue;
+        }
+        CAPTURE(all[i]);
+        SearchOptions opt;
+        opt.threads = 2;
+        opt.resimulate = 4;
+        const SearchResult r = Planner(space.hardware, space.model).search(space.space, opt);
+        const std::string json = rank_json(space, r), table = rank_table(r, 10);
+        CHECK_MESSAGE(non_finite_token(json).empty(), non_finite_token(json));
+        CHECK_MESSAGE(non_finite_token(table).empty(), non_finite_token(table));
+        ++searched;
+      }
+    }
+    MESSAGE("searched " << searched << " mutated spaces");
+    CHECK(searched > 0);
+  }
+
+  TEST_CASE("`paraplan evaluate` on mutated hardware exits 0 or 2 and prints no nan or inf") {
+    Scratch s("eval-mutants");
+    int exit0 = 0, exit2 = 0;
+    unsigned seed = 9000;
+    for (const Preset& p : presets()) {
+      if (p.kind != FileKind::Hardware) continue;
+      s.write("strategy.yaml", strategy_for(p));
+      const std::vector<std::string> all = mutants(std::string(p.text), seed++);
+      for (std::size_t i = 0; i < all.size(); i += 9) {
+        s.write("hw.yaml", all[i]);
+        Plan names;  // the mutant's names, which may read `nan` (text, not numbers)
+        try {
+          names.hardware = parse_hardware(all[i], "hw.yaml");
+        } catch (const ConfigError&) {
+        }
+        for (const char* format : {"table", "json"}) {
+          const Run r = run_cli({"evaluate", "strategy.yaml", "--set", "hardware=hw.yaml", "--format", format}, s.dir);
+          CAPTURE(all[i]);
+          CHECK_FALSE(r.timed_out);
+          CHECK((r.code == 0 || r.code == 2));
+          const std::string out = without_names(r.out, names);
+          CHECK_MESSAGE(non_finite_token(out).empty(), non_finite_token(out));
+          (r.code == 0 ? exit0 : exit2)++;
+        }
+      }
+    }
+    MESSAGE((exit0 + exit2) << " runs: " << exit0 << " evaluated, " << exit2 << " exit 2");
+    CHECK(exit0 > 0);
+  }
+}
+
+TEST_SUITE("config.encoding") {
+  TEST_CASE("a stray UTF-16 byte order mark or invalid UTF-8 is refused at its place, before yaml-cpp sees it") {
+    // A mutant of strategies/br166-ep64-64n-mb1.yaml with "\xff\xfe" inside a comment made
+    // yaml-cpp build nodes until memory ran out (24 GB, then the OOM killer).
+    const std::string text = "name: x\n# recomp\xff\xfete True\nnodes: 1\n";
+    try {
+      (void)parse_plan(text, "bom.yaml");
+      FAIL("accepted");
+    } catch (const ConfigError& e) {
+      CHECK(e.line() == 2);
+      CHECK(e.col() == 9);
+      CHECK(std::string(e.what()).find("not UTF-8") != std::string::npos);
+    }
+    // A byte order mark at the very start is UTF-8's own and stays accepted (then the usual
+    // checks of the keys run).
+    CHECK_THROWS_AS((void)parse_plan("\xEF\xBB\xBFnodes: 1\n", "bom.yaml"), ConfigError);
+    try {
+      (void)parse_plan("\xEF\xBB\xBFnodes: 1\n", "bom.yaml");
+    } catch (const ConfigError& e) {
+      CHECK(std::string(e.what()).find("not UTF-8") == std::string::npos);
+    }
+    // Multi-byte characters pass: the seeds' files are Chinese.
+    try {
+      (void)parse_plan("description: \"\xE4\xB8\xAD\xE6\x96\x87\"\n", "zh.yaml");
+    } catch (const ConfigError& e) {
+      CHECK(std::string(e.what()).find("not UTF-8") == std::string::npos);
+    }
   }
 }
