@@ -1,21 +1,43 @@
-// Benchmark: strategy evaluations per second and the time of the default search.
-//   build/bench/paraplan_bench [threads...]
-// Prints, per thread count, the whole search time, its phases, and evaluations per second
-// per core of the evaluation phase (the pure recombination of cached per-layer costs).
+// Benchmark: strategy evaluations per second and the time and memory of a search.
+//   build/bench/paraplan_bench [threads...]                      the default space
+//   build/bench/paraplan_bench --space NAME|FILE [threads...]    another space: cold search,
+//                                                                 evaluations/s, peak RSS
+// Per thread count: the whole search time, its phases, and evaluations per second per core
+// of the evaluation phase (the recombination of cached per-layer costs, rules included).
+
+#include <sys/resource.h>
 
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "paraplan/paraplan.hpp"
 
+namespace {
+
+double peak_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss / 1024.0;  // Linux: kilobytes
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   std::vector<int> threads;
-  for (int i = 1; i < argc; ++i) threads.push_back(std::stoi(argv[i]));
+  std::string space_ref = "default";
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--space") == 0 && i + 1 < argc) {
+      space_ref = argv[++i];
+    } else {
+      threads.push_back(std::stoi(argv[i]));
+    }
+  }
   if (threads.empty()) threads = {1, static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))};
-  const paraplan::SpacePlan space = paraplan::load_space("default");
-  std::printf("default search: %s on %s\n", space.model.name.c_str(), space.hardware.name.c_str());
+  const paraplan::SpacePlan space = paraplan::load_space(space_ref);
+  std::printf("%s search: %s on %s\n", space_ref.c_str(), space.model.name.c_str(), space.hardware.name.c_str());
   for (int t : threads) {
     // A fresh planner each time: the first search pays for the per-layer costs.
     paraplan::Planner planner(space.hardware, space.model);
@@ -26,11 +48,12 @@ int main(int argc, char** argv) {
     paraplan::SearchResult warm = planner.search(space.space, opt);
     const double per_core = cold.evaluated / (cold.evaluate_seconds * cold.threads);
     std::printf(
-        "threads %d: cold search %.3f s (enumerate %.3f, %zu layer keys %.3f, evaluate %.3f); "
-        "warm search %.3f s; %zu evaluations, %.0f evaluations/s per core\n",
-        cold.threads, cold.seconds, cold.enumerate_seconds, cold.layer_keys, cold.layer_seconds,
-        cold.evaluate_seconds, warm.seconds, cold.evaluated, per_core);
+        "threads %d: cold search %.3f s (enumerate %.3f, %zu layer keys %.3f, evaluate %.3f); warm search %.6f s; "
+        "%zu candidates, %zu evaluated, %.0f evaluations/s per core; peak RSS %.0f MB\n",
+        cold.threads, cold.seconds, cold.enumerate_seconds, cold.layer_keys, cold.layer_seconds, cold.evaluate_seconds,
+        warm.seconds, cold.candidates, cold.evaluated, per_core, peak_rss_mb());
   }
+  if (space_ref != "default") return 0;
   // Full evaluations: with memory no object, no candidate is pruned before its step time.
   paraplan::HardwareSpec roomy = space.hardware;
   roomy.device.memory_bytes *= 1000;
@@ -40,6 +63,7 @@ int main(int argc, char** argv) {
     paraplan::SearchOptions opt;
     opt.threads = t;
     paraplan::SearchResult warmup = planner.search(space.space, opt);
+    opt.top += 1;  // another question: not answered from the planner's cache
     paraplan::SearchResult r = planner.search(space.space, opt);
     std::printf("threads %d: %zu full evaluations (step time + memory, none pruned) in %.3f s: %.0f per second per core\n",
                 r.threads, r.feasible, r.evaluate_seconds, r.feasible / (r.evaluate_seconds * r.threads));

@@ -358,6 +358,7 @@ struct RankArgs {
   std::vector<int> nodes;
   std::vector<std::string> sets;
   int top = 0, threads = 0, resimulate = 64;
+  double max_candidates = 0, budget = 0;
 };
 
 std::string summary(const paraplan::Strategy& s) {
@@ -452,6 +453,8 @@ int cmd_rank(const RankArgs& a) {
   opt.objective = space.space.objective;
   opt.keep_all = !a.output.empty() || a.format == "csv";
   opt.resimulate = a.resimulate;
+  opt.max_candidates = static_cast<std::size_t>(a.max_candidates);
+  opt.budget_seconds = a.budget;
   const bool tty = isatty(STDERR_FILENO) != 0;
   const auto start = std::chrono::steady_clock::now();
   bool drew = false;
@@ -461,12 +464,20 @@ int cmd_rank(const RankArgs& a) {
     if (elapsed < 1.0 && !drew) return;
     drew = true;
     int filled = total > 0 ? static_cast<int>(30.0 * done / total) : 30;
-    std::fprintf(stderr, "\r[%s%s] %zu/%zu strategies", std::string(static_cast<std::size_t>(filled), '#').c_str(),
-                 std::string(static_cast<std::size_t>(30 - filled), ' ').c_str(), done, total);
+    const double rate = elapsed > 0 ? done / elapsed : 0;
+    const double eta = rate > 0 && total > done ? (total - done) / rate : 0;
+    std::fprintf(stderr, "\r[%s%s] %zu/%zu candidates, %.0f/s, ETA %.0f s  ",
+                 std::string(static_cast<std::size_t>(filled), '#').c_str(),
+                 std::string(static_cast<std::size_t>(30 - filled), ' ').c_str(), done, total, rate, eta);
     if (done >= total) std::fprintf(stderr, "\n");
   };
   paraplan::SearchResult r = planner.search(space.space, opt);
   if (drew) std::fprintf(stderr, "\n");
+  if (r.left_out > 0) {
+    std::cerr << "paraplan rank: stopped by " << (a.budget > 0 ? "--budget" : "--max-candidates") << ": "
+              << r.left_out << " of " << r.candidates << " candidates were not evaluated (the ranking covers the "
+              << "first layouts of the enumeration)\n";
+  }
   // Nothing passed the rules only because of the cluster's size: a bad argument, said
   // before any (empty) table.
   if (r.evaluated == 0 && !r.rejected.empty() &&
@@ -881,6 +892,11 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"table", "md", "csv", "json"}))
       ->capture_default_str();
   rank->add_option("--threads", rank_args.threads, "Worker threads (default: all cores)")->check(whole_in(0, 4096));
+  rank->add_option("--max-candidates", rank_args.max_candidates,
+                   "Stop after about N candidates (whole layouts); says how many were left out")
+      ->check(CLI::Range(1.0, 1e15));
+  rank->add_option("--budget", rank_args.budget, "Stop evaluating after about SECONDS; says how many were left out")
+      ->check(CLI::Range(0.001, 1e7));
   rank->add_option("--export", rank_args.export_to, "Print the best plan's launch settings: megatron | torchtitan")
       ->check(CLI::IsMember({"megatron", "torchtitan"}));
   rank->add_option("--resimulate", rank_args.resimulate,
