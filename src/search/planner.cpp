@@ -809,7 +809,12 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
   std::atomic<bool> stopped{false};
   auto cancelled = [&] { return options.cancel != nullptr && options.cancel->load(); };
   const int seq = impl_->model.seq_len;
+  std::atomic<int> running{threads};  // workers not yet done (a capped search ends early)
   auto worker = [&](int t) {
+    struct Done {
+      std::atomic<int>& n;
+      ~Done() { --n; }
+    } finished{running};
     Local& L = locals[static_cast<std::size_t>(t)];
     CommMemo memo;
     std::unordered_map<search::LayerKey, std::shared_ptr<const search::LayerCosts>, search::LayerKeyHash> costs;
@@ -889,10 +894,10 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
     std::vector<std::thread> pool;
     for (int t = 0; t < threads; ++t) pool.emplace_back(worker, t);
     if (options.progress) {
-      while (done.load() < total && !cancelled()) {
+      while (done.load() < total && running.load() > 0 && !cancelled()) {
         options.progress(done.load(), total);
         bool finished = true;
-        for (int k = 0; k < 50 && done.load() < total; ++k) {
+        for (int k = 0; k < 50 && done.load() < total && running.load() > 0; ++k) {
           std::this_thread::sleep_for(std::chrono::milliseconds(1));
           finished = false;
         }

@@ -274,6 +274,13 @@ TEST_SUITE("search.streaming") {
     // only up to which layouts each thread took, so compare counts, not rankings, across them.
     SearchOptions capped2 = capped;
     capped2.threads = 2;
+    // With a progress callback: the calling thread stops waiting when the workers stop, not
+    // when every candidate is done (a capped search never gets there).
+    std::size_t last_done = 0;
+    capped2.progress = [&](std::size_t done, std::size_t total) {
+      last_done = done;
+      CHECK(done <= total);
+    };
     const SearchResult part2 = planner.search(space.space, capped2);
     CHECK(part2.left_out > 0);
   }
