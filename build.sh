@@ -5,14 +5,18 @@
 #                     reports in reports/default.{md,csv,json})
 #   ./build.sh test   build, then run every test (what CI runs)
 #   ./build.sh asan   build with AddressSanitizer + UndefinedBehaviorSanitizer and run the tests
+#   ./build.sh fuzz [SECONDS]   build the libFuzzer targets (clang-14, ASan + UBSan) and run each
+#                     for SECONDS (default 20) on seeds from the presets and tests/data
+#   ./build.sh tsan   build the concurrency test with ThreadSanitizer and run it
 set -euo pipefail
 cd "$(dirname "$0")"
 
 what=${1:-run}
-case "$what" in run|test|asan) ;; *) echo "usage: ./build.sh run|test|asan" >&2; exit 2 ;; esac
+case "$what" in run|test|asan|fuzz|tsan) ;; *) echo "usage: ./build.sh run|test|asan|fuzz [SECONDS]|tsan" >&2; exit 2 ;; esac
 
 # Debian packages the build needs; only the missing ones are installed.
 packages=(cmake make g++ pkgconf python3-dev pybind11-dev libeigen3-dev libcli11-dev libyaml-cpp-dev libboost-math-dev doctest-dev)
+if [ "$what" = fuzz ]; then packages+=(clang-14 libclang-rt-14-dev); fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -40,7 +44,30 @@ consumer_pkg_config() {
   LD_LIBRARY_PATH="$prefix/lib:$prefix/lib64" "$out/example" >/dev/null
   echo "consumer: pkg-config ${static:+(static) }build and run passed"
 }
-if [ "$what" = asan ]; then
+only=(-DPARAPLAN_BUILD_TESTS=OFF -DPARAPLAN_BUILD_PYTHON=OFF -DPARAPLAN_BUILD_EXAMPLES=OFF -DPARAPLAN_BUILD_BENCH=OFF)
+if [ "$what" = fuzz ]; then
+  dir=build-fuzz
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+    -DPARAPLAN_SANITIZE=ON -DPARAPLAN_FUZZ=ON "${only[@]}" >/dev/null
+  cmake --build "$dir" -j "$jobs" --target fuzz_yaml fuzz_calibrate fuzz_capi
+  seconds=${2:-20}
+  corpus="$dir/corpus"
+  tests/fuzz/seed_corpus.sh "$corpus"
+  for target in fuzz_yaml fuzz_calibrate fuzz_capi; do
+    mkdir -p "$dir/findings/$target"
+    # -close_fd_mask=3: the targets print nothing worth reading; a finding is written to findings/.
+    "./$dir/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -close_fd_mask=3 \
+      -artifact_prefix="$dir/findings/$target/" "$corpus/$target" 2>&1 | tail -n 3
+    echo "fuzz: $target ran ${seconds} s without a finding"
+  done
+  exit 0
+elif [ "$what" = tsan ]; then
+  dir=build-tsan
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARAPLAN_TSAN=ON "${only[@]}" >/dev/null
+  cmake --build "$dir" -j "$jobs" --target paraplan_concurrency
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" "./$dir/paraplan_concurrency"
+  exit 0
+elif [ "$what" = asan ]; then
   dir=build-asan
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARAPLAN_SANITIZE=ON -DPARAPLAN_BUILD_PYTHON=OFF >/dev/null
 else

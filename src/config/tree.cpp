@@ -9,6 +9,14 @@
 
 namespace paraplan::config {
 
+Node::Node() = default;
+Node::~Node() = default;
+Node::Node(const Node&) = default;
+Node::Node(Node&&) noexcept = default;
+Node& Node::operator=(const Node&) = default;
+Node& Node::operator=(Node&&) noexcept = default;
+
+
 const Node* Node::find(std::string_view key) const {
   if (type != Type::Map) return nullptr;
   for (const auto& [k, v] : entries) {
@@ -140,20 +148,45 @@ struct Converter {
   }
 };
 
-// Where the document whose first node is at `m` starts: its `---` line when there is one.
-Loc document_start(std::string_view text, const std::shared_ptr<const Source>& source,
-                   const YAML::Mark& m) {
-  int line = 0;  // 0-based, the `---` line at or before the mark
-  int found = -1;
-  std::size_t pos = 0;
-  while (pos <= text.size() && line <= m.line) {
+// Where a second document starts: the first `---` line (at column 1) after a line of content,
+// or npos. A `---` before any content opens the first document. (yaml-cpp's LoadAll can loop
+// without end on a malformed later document, so the documents are told apart here and only
+// the first one is parsed.)
+std::size_t second_document(std::string_view text, int* line_out) {
+  bool content = false;
+  int line = 1;
+  for (std::size_t pos = 0; pos < text.size(); ++line) {
     const std::size_t nl = std::min(text.find('\n', pos), text.size());
-    if (text.substr(pos, nl - pos).rfind("---", 0) == 0) found = line;
+    const std::string_view l = text.substr(pos, nl - pos);
+    const bool marker = l.rfind("---", 0) == 0 && (l.size() == 3 || l[3] == ' ' || l[3] == '\t' || l[3] == '\r');
+    if (marker && content) {
+      *line_out = line;
+      return pos;
+    }
+    const std::size_t first = l.find_first_not_of(" \t\r");
+    if (!marker && first != std::string_view::npos && l[first] != '#' && l.rfind("%", 0) != 0) content = true;
     pos = nl + 1;
-    ++line;
   }
-  if (found >= 0) return Loc{source, found + 1, 1};
-  return Loc{source, m.line >= 0 ? m.line + 1 : 0, m.column >= 0 ? m.column + 1 : 0};
+  return std::string_view::npos;
+}
+
+// Whether a later document holds anything (a trailing `---` or `...` alone is nothing).
+bool holds_content(std::string_view doc) {
+  std::size_t pos = doc.find('\n');  // past the `---` line itself
+  const std::size_t marker_end = pos == std::string_view::npos ? doc.size() : pos;
+  if (marker_end > 3 && doc.substr(3, marker_end - 3).find_first_not_of(" \t\r") != std::string_view::npos) {
+    return true;  // `--- value` on the marker line
+  }
+  while (pos != std::string_view::npos && pos < doc.size()) {
+    const std::size_t nl = std::min(doc.find('\n', pos + 1), doc.size());
+    const std::string_view l = doc.substr(pos + 1, nl - pos - 1);
+    const std::size_t first = l.find_first_not_of(" \t\r");
+    if (first != std::string_view::npos && l[first] != '#' && l.rfind("...", 0) != 0 && l.rfind("---", 0) != 0) {
+      return true;
+    }
+    pos = nl < doc.size() ? nl : std::string_view::npos;
+  }
+  return false;
 }
 
 }  // namespace
@@ -196,21 +229,20 @@ Node parse_yaml(std::string_view text, const std::shared_ptr<const Source>& sour
       i += len;
     }
   }
+  // One document per file: a second one would be dropped without a word. Empty ones (a
+  // trailing `---`) hold nothing to drop.
+  int second_line = 0;
+  const std::size_t second = second_document(text, &second_line);
+  if (second != std::string_view::npos && holds_content(text.substr(second))) {
+    diags.error(Loc{source, second_line, 1},
+                "a second YAML document; an input file holds one (remove the `---` line, or split the file)");
+    return root;
+  }
   try {
-    const std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
-    if (docs.empty()) return root;
+    const YAML::Node doc = YAML::Load(std::string(text.substr(0, second)));
     Converter conv{source, diags};
-    root = conv.convert(docs.front(), 0);
+    root = conv.convert(doc, 0);
     if (root.loc.line == 0) root.loc = Loc{source, 1, 1};
-    // One document per file: a second one would be dropped without a word. Empty ones (a
-    // trailing `---`) hold nothing to drop.
-    for (std::size_t i = 1; i < docs.size(); ++i) {
-      if (docs[i].IsNull()) continue;
-      diags.error(document_start(text, source, docs[i].Mark()),
-                  "a second YAML document; an input file holds one (remove the `---` line, or "
-                  "split the file)");
-      break;
-    }
   } catch (const YAML::Exception& e) {
     Loc at{source, e.mark.line >= 0 ? e.mark.line + 1 : 0, e.mark.column >= 0 ? e.mark.column + 1 : 0};
     std::string msg = e.msg.empty() ? std::string("invalid YAML") : e.msg;

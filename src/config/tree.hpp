@@ -43,6 +43,15 @@ struct Node {
   std::vector<Loc> key_locs;  ///< Map: location of each key, parallel to entries
   Loc loc;
 
+  // Out of line, where Node is complete: a vector of pairs holding Node inside Node is
+  // otherwise instantiated too early for clang with libstdc++ 12 in C++20.
+  Node();
+  ~Node();
+  Node(const Node&);
+  Node(Node&&) noexcept;
+  Node& operator=(const Node&);
+  Node& operator=(Node&&) noexcept;
+
   [[nodiscard]] bool is_map() const { return type == Type::Map; }
   [[nodiscard]] bool is_seq() const { return type == Type::Seq; }
   [[nodiscard]] bool is_scalar() const { return type == Type::Scalar; }
