@@ -267,9 +267,7 @@ struct Planner::Impl {
       e.strategy = s;
       e.feasible = false;
       e.infeasible_reasons = std::move(mem.infeasible_reasons);
-      const StageMemory& st = mem.stages[static_cast<std::size_t>(mem.worst_stage)];
-      e.memory_bytes.total = st.total;
-      e.memory_bytes.capacity = mem.capacity;
+      e.memory_bytes = search::worst_memory(mem);  // in full: the CSV row shows why it does not fit
       return e;
     }
     return search::evaluate_step(hw, model, s, costs, mem, strategy_comm(s, mem, memo), detail, simulate);

@@ -169,6 +169,23 @@ schedule::Pipeline pipeline_of(const ModelSpec& m, const Strategy& s, const Laye
   return pipeline_from(rank_times(m, s, c), s, comm);
 }
 
+MemoryBreakdown worst_memory(const MemoryEstimate& memory) {
+  MemoryBreakdown mb;
+  if (memory.stages.empty()) return mb;
+  const StageMemory& st = memory.stages[static_cast<std::size_t>(memory.worst_stage)];
+  mb.weights = st.weights;
+  mb.gradients = st.gradients;
+  mb.optimizer_states = st.optimizer_states;
+  mb.activations = st.activations;
+  mb.buffers = st.buffers;
+  mb.reserve = st.reserve;
+  mb.total = st.total;
+  mb.capacity = memory.capacity;
+  mb.stage = memory.worst_stage;
+  mb.host_per_node = memory.host_bytes_per_node;
+  return mb;
+}
+
 Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strategy& s, const LayerCosts& c, const MemoryEstimate& memory,
                        const StrategyComm& comm, bool detail, bool simulate) {
   Estimate e;
@@ -293,20 +310,7 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
   // Memory.
   e.feasible = memory.feasible;
   e.infeasible_reasons = memory.infeasible_reasons;
-  if (!memory.stages.empty()) {
-    const StageMemory& st = memory.stages[static_cast<std::size_t>(memory.worst_stage)];
-    MemoryBreakdown& mb = e.memory_bytes;
-    mb.weights = st.weights;
-    mb.gradients = st.gradients;
-    mb.optimizer_states = st.optimizer_states;
-    mb.activations = st.activations;
-    mb.buffers = st.buffers;
-    mb.reserve = st.reserve;
-    mb.total = st.total;
-    mb.capacity = memory.capacity;
-    mb.stage = memory.worst_stage;
-    mb.host_per_node = memory.host_bytes_per_node;
-  }
+  e.memory_bytes = worst_memory(memory);
 
   if (!detail) return e;
   // The bottleneck in words: the largest term.

@@ -29,6 +29,9 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
                        bool simulate = false);
 
 /// What the schedule simulation of `s` runs: per rank its chunks' per-micro-batch times.
+/// The worst stage's memory as the estimate reports it (zeros without stages).
+MemoryBreakdown worst_memory(const MemoryEstimate& m);
+
 schedule::Pipeline pipeline_of(const ModelSpec& m, const Strategy& s, const LayerCosts& c, const StrategyComm& comm);
 
 }  // namespace paraplan::search

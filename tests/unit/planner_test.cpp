@@ -307,3 +307,43 @@ TEST_SUITE("search.streaming") {
     }
   }
 }
+
+TEST_SUITE("search.properties") {
+  TEST_CASE("every evaluated strategy: finite outputs, memory parts sum to the total, time terms to the step") {
+    // The default space and DeepSeek's cluster space, every strategy they evaluate (feasible
+    // or not): the identities the reports rely on.
+    for (const char* name : {"default", "deepseek-v3-h800-cluster"}) {
+      CAPTURE(name);
+      SpacePlan space = load_space(name);
+      Planner planner(space.hardware, space.model);
+      SearchOptions o;
+      o.keep_all = true;
+      o.resimulate = 0;
+      const SearchResult r = planner.search(space.space, o);
+      REQUIRE(r.all.size() == r.evaluated);
+      std::size_t checked = 0;
+      for (std::size_t i = 0; i < r.all.size(); i += 7) {  // a regular sample keeps it quick
+        const Estimate& e = r.all[i];
+        const MemoryBreakdown& m = e.memory_bytes;
+        for (double v : {m.weights, m.gradients, m.optimizer_states, m.activations, m.buffers, m.reserve, m.total}) {
+          REQUIRE(std::isfinite(v));
+          CHECK(v >= 0);
+        }
+        CHECK(m.weights + m.gradients + m.optimizer_states + m.activations + m.buffers + m.reserve ==
+              doctest::Approx(m.total).epsilon(1e-9));
+        if (!e.feasible && e.step_time_s == 0) continue;  // pruned before its step time
+        const TimeBreakdown& t = e.time_s;
+        REQUIRE(std::isfinite(e.step_time_s));
+        CHECK(e.step_time_s > 0);
+        CHECK(t.exposed_comm == doctest::Approx(t.tp_comm + t.ep_comm + t.pp_comm + t.dp_comm).epsilon(1e-9));
+        CHECK(e.step_time_s ==
+              doctest::Approx(t.compute + t.exposed_comm + t.pp_bubble + t.optimizer + t.queueing + t.offload).epsilon(1e-9));
+        CHECK(std::isfinite(e.tokens_per_device_per_s));
+        CHECK(e.mfu > 0);
+        CHECK(e.mfu < 1);
+        ++checked;
+      }
+      CHECK(checked > 100);
+    }
+  }
+}
