@@ -323,8 +323,9 @@ std::vector<GemmRow> read_gemm_rows(const std::string& path, double peak) {
     const int vc = ce >= 0 ? ce : cf >= 0 ? cf : ct;
     if (!number(f[static_cast<std::size_t>(cm)], m) || !number(f[static_cast<std::size_t>(cn)], n) ||
         !number(f[static_cast<std::size_t>(ck)], k) || !number(f[static_cast<std::size_t>(vc)], v) || m < 1 || n < 1 ||
-        k < 1 || v <= 0 || (cg >= 0 && (!number(f[static_cast<std::size_t>(cg)], groups) || groups < 1))) {
-      in.error(ln, 1, "expected positive numbers for m, n, k, groups and the measurement");
+        k < 1 || v <= 0 ||
+        (cg >= 0 && (!number(f[static_cast<std::size_t>(cg)], groups) || groups < 1 || groups > 1e6))) {
+      in.error(ln, 1, "expected positive numbers for m, n, k, groups (at most 1e6) and the measurement");
       continue;
     }
     GemmRow r{m, n, k, static_cast<int>(groups), "forward", 0};

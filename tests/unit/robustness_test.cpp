@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "paraplan/calibrate.hpp"
 #include "paraplan/config.hpp"
 #include "paraplan/errors.hpp"
 #include "paraplan/planner.hpp"
@@ -737,6 +738,35 @@ TEST_SUITE("config.fuzz_regressions") {
         }
       } catch (const ConfigError&) {
       }
+      ++n;
+    }
+    CHECK(n >= 1);
+  }
+
+  TEST_CASE("calibration inputs a fuzz target found stay harmless") {
+    // calibrate-*.bin: fuzz_calibrate's format (a kind byte, then the file). The first one
+    // had a `groups` column of 2.5e9, converted to int (undefined behaviour, UBSan's report).
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(fs::path(PARAPLAN_TEST_DATA) / "fuzz-regressions")) {
+      if (e.path().filename().string().rfind("calibrate-", 0) != 0) continue;
+      std::ifstream in(e.path(), std::ios::binary);
+      const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      REQUIRE_FALSE(bytes.empty());
+      const int kind = static_cast<unsigned char>(bytes[0]) % 5;
+      const char* suffix[] = {".log", ".csv", ".log", ".csv", ".json"};
+      const fs::path file = fs::temp_directory_path() / ("paraplan_fuzz_regression" + std::string(suffix[kind]));
+      std::ofstream(file, std::ios::binary) << bytes.substr(1);
+      CAPTURE(e.path().string());
+      try {
+        switch (kind) {
+          case 0: (void)calibrate_collective(parse_collective_log(file.string(), "")); break;
+          case 1: (void)read_gemm_rows(file.string(), 989e12); break;
+          case 2: (void)parse_deepep_log(file.string()); break;
+          default: (void)read_profile(file.string()); break;
+        }
+      } catch (const ConfigError&) {
+      }
+      fs::remove(file);
       ++n;
     }
     CHECK(n >= 1);
