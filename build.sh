@@ -55,8 +55,9 @@ if [ "$what" = fuzz ]; then
   tests/fuzz/seed_corpus.sh "$corpus"
   for target in fuzz_yaml fuzz_calibrate fuzz_capi; do
     mkdir -p "$dir/findings/$target"
-    # -close_fd_mask=3: the targets print nothing worth reading; a finding is written to findings/.
-    "./$dir/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -close_fd_mask=3 \
+    # -seed=1: the same inputs in the same order on every run; -close_fd_mask=3: the targets
+    # print nothing worth reading; a finding is written to findings/.
+    "./$dir/$target" -seed=1 -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -close_fd_mask=3 \
       -artifact_prefix="$dir/findings/$target/" "$corpus/$target" 2>&1 | tail -n 3
     echo "fuzz: $target ran ${seconds} s without a finding"
   done
