@@ -239,7 +239,6 @@ struct RunsFit {
   std::vector<Row> rows;
   double mean_before_pct = 0, mean_after_pct = 0, mean_loo_pct = 0;  ///< mean |error|
 };
-[[nodiscard]] PARAPLAN_EXPORT std::vector<std::string> run_knob_names();
 /// Throws ConfigError (file `--knobs` or the case file) for an unknown or repeated knob, more
 /// knobs than runs / 3, or runs on different hardware.
 [[nodiscard]] PARAPLAN_EXPORT RunsFit calibrate_runs(const std::vector<ValidationCase>& cases,

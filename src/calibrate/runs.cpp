@@ -117,21 +117,22 @@ std::vector<double> fit_knobs(const RunsObjective& f, int skip) {
   return x;
 }
 
-}  // namespace
-
-std::vector<std::string> run_knob_names() {
-  std::vector<std::string> out;
-  for (const KnobSpec& k : kKnobs) out.emplace_back(k.name);
+// "gemm, fp8_gemm, ...": the knobs in words, for messages.
+std::string knob_list() {
+  std::string out;
+  for (const KnobSpec& k : kKnobs) out += (out.empty() ? "" : ", ") + std::string(k.name);
   return out;
 }
 
+}  // namespace
+
 RunsFit calibrate_runs(const std::vector<ValidationCase>& cases, const std::vector<std::string>& knobs) {
   std::vector<Diagnostic> errors;
-  if (knobs.empty()) errors.push_back({"--knobs", 0, 0, "no knob to fit; choose among gemm, fp8_gemm, attention, memory, communication, host"});
+  if (knobs.empty()) errors.push_back({"--knobs", 0, 0, "no knob to fit; choose among " + knob_list()});
   for (std::size_t i = 0; i < knobs.size(); ++i) {
     if (find_knob(knobs[i]) == nullptr) {
       errors.push_back({"--knobs", 0, 0,
-                        "unknown knob `" + knobs[i] + "`; the knobs are gemm, fp8_gemm, attention, memory, communication, host"});
+                        "unknown knob `" + knobs[i] + "`; the knobs are " + knob_list()});
     }
     for (std::size_t j = 0; j < i; ++j) {
       if (knobs[j] == knobs[i]) errors.push_back({"--knobs", 0, 0, "knob `" + knobs[i] + "` given twice: one knob per mechanism"});

@@ -987,6 +987,11 @@ int main(int argc, char** argv) {
       "at its own best shape of that grid (tiles, waves, k overhead, HBM roofline) and exceed it\n"
       "nowhere. Example (gemm_mamf_bf16_fp8, H100 SXM FP8 through cuBLAS):\n"
       "  paraplan calibrate mamf 1402.6 --dtype fp8 -H h100-sxm-ib\n");
+  // --into and --name: where a calibrate command writes its hardware file.
+  auto output_options = [&](CLI::App* sub, const std::string& into_help) {
+    sub->add_option("--into", cal.into, into_help)->check(output_path("my-hardware.yaml"));
+    sub->add_option("--name", cal.name, "Name of the written hardware (default: the file's stem)");
+  };
   auto* cal_runs = calibrate->add_subcommand(
       "runs", "Measured end-to-end runs (validation case files) -> a few global knobs, with leave-one-out error");
   cal_runs->add_option("cases", cal.files, "Case files or folders of them (validation/ schema, docs/validation.md)")
@@ -995,9 +1000,7 @@ int main(int argc, char** argv) {
                                              "memory, communication, host")
       ->delimiter(',')
       ->required();
-  cal_runs->add_option("--into", cal.into, "Write a hardware file that extends the runs' hardware with the knobs")
-      ->check(output_path("my-hardware.yaml"));
-  cal_runs->add_option("--name", cal.name, "Name of the written hardware (default: the file's stem)");
+  output_options(cal_runs, "Write a hardware file that extends the runs' hardware with the knobs");
   cal_runs->footer(
       "Each knob multiplies one mechanism's time in the model (gemm: GEMM and grouped-GEMM kernels;\n"
       "fp8_gemm: the same, FP8 ones only;\n"
@@ -1028,14 +1031,10 @@ int main(int argc, char** argv) {
   cal_profile->add_option("--passes", cal.passes, "Trace: layer passes it holds, FORWARD,BACKWARD (default: counted)")
       ->delimiter(',')
       ->expected(2);
-  cal_profile->add_option("--into", cal.into, "Write a hardware file that extends it with the fitted multipliers")
-      ->check(output_path("my-hardware.yaml"));
-  cal_profile->add_option("--name", cal.name, "Name of the written hardware (default: the file's stem)");
+  output_options(cal_profile, "Write a hardware file that extends it with the fitted multipliers");
   for (CLI::App* sub : {cal_coll, cal_gemm, cal_deepep}) {
     sub->add_option("-H,--hardware", cal.hardware, "Hardware the measurements belong to (name or file)")->required();
-    sub->add_option("--into", cal.into, "Write a hardware file that extends it with the calibrated fields")
-        ->check(output_path("my-hardware.yaml"));
-    sub->add_option("--name", cal.name, "Name of the written hardware (default: the file's stem)");
+    output_options(sub, "Write a hardware file that extends it with the calibrated fields");
   }
   calibrate->footer(
       "Each command prints the fit and, with --into, writes a hardware file that `extends:` the\n"

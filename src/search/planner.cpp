@@ -670,7 +670,6 @@ std::vector<std::size_t> pareto_front(const std::vector<Point>& pts) {
   return front;
 }
 
-Point point_of(const std::vector<Point>& pts, std::size_t k) { return pts[k]; }
 
 }  // namespace
 
@@ -869,7 +868,7 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
           L.points.push_back({e.tokens_per_device_per_s, e.memory_bytes.capacity - e.memory_bytes.total, s.nodes, id});
           if (L.points.size() > kFrontPrune) {
             std::vector<Point> front;
-            for (std::size_t k : pareto_front(L.points)) front.push_back(point_of(L.points, k));
+            for (std::size_t k : pareto_front(L.points)) front.push_back(L.points[k]);
             L.points = std::move(front);
           }
           const Ranked me{objective_value(e, options.objective), strategy_tuple(s), id};

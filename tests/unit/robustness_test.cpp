@@ -717,18 +717,28 @@ TEST_SUITE("config.encoding") {
 }
 
 TEST_SUITE("config.fuzz_regressions") {
+  // The files of tests/data/fuzz-regressions whose names start with `prefix`, as (path,
+  // bytes): each a fuzz target's input, a kind byte and then the text.
+  std::vector<std::pair<std::string, std::string>> regression_inputs(const std::string& prefix) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& e : fs::directory_iterator(fs::path(PARAPLAN_TEST_DATA) / "fuzz-regressions")) {
+      if (e.path().filename().string().rfind(prefix, 0) != 0) continue;
+      std::ifstream in(e.path(), std::ios::binary);
+      out.emplace_back(e.path().string(),
+                       std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
+    }
+    return out;
+  }
+
   TEST_CASE("every input a fuzz target found stays harmless (tests/data/fuzz-regressions)") {
     // yaml-*.bin: fuzz_yaml's input format (a kind byte, then YAML). The first one made
     // yaml-cpp's LoadAll loop without end on a malformed text after the first document; the
     // loader now tells documents apart itself and parses only the first.
     int n = 0;
-    for (const auto& e : fs::directory_iterator(fs::path(PARAPLAN_TEST_DATA) / "fuzz-regressions")) {
-      if (e.path().filename().string().rfind("yaml-", 0) != 0) continue;
-      std::ifstream in(e.path(), std::ios::binary);
-      const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (const auto& [path, bytes] : regression_inputs("yaml-")) {
       REQUIRE_FALSE(bytes.empty());
       const std::string text = bytes.substr(1);
-      CAPTURE(e.path().string());
+      CAPTURE(path);
       try {
         switch (static_cast<unsigned char>(bytes[0]) % 4) {
           case 0: (void)parse_hardware(text, "fuzz.yaml"); break;
@@ -747,16 +757,13 @@ TEST_SUITE("config.fuzz_regressions") {
     // calibrate-*.bin: fuzz_calibrate's format (a kind byte, then the file). The first one
     // had a `groups` column of 2.5e9, converted to int (undefined behaviour, UBSan's report).
     int n = 0;
-    for (const auto& e : fs::directory_iterator(fs::path(PARAPLAN_TEST_DATA) / "fuzz-regressions")) {
-      if (e.path().filename().string().rfind("calibrate-", 0) != 0) continue;
-      std::ifstream in(e.path(), std::ios::binary);
-      const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (const auto& [path, bytes] : regression_inputs("calibrate-")) {
       REQUIRE_FALSE(bytes.empty());
       const int kind = static_cast<unsigned char>(bytes[0]) % 5;
       const char* suffix[] = {".log", ".csv", ".log", ".csv", ".json"};
       const fs::path file = fs::temp_directory_path() / ("paraplan_fuzz_regression" + std::string(suffix[kind]));
       std::ofstream(file, std::ios::binary) << bytes.substr(1);
-      CAPTURE(e.path().string());
+      CAPTURE(path);
       try {
         switch (kind) {
           case 0: (void)calibrate_collective(parse_collective_log(file.string(), "")); break;
