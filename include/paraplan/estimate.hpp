@@ -48,6 +48,7 @@ struct CommStageEstimate {
   double bandwidth = 0; ///< bytes/s achieved
   double time_s = 0;
   std::string collective;  ///< the collective its transfer is (all_gather, all_to_all, send_recv, ...)
+  double compute_share = 0;  ///< share of the compute units its kernels hold (1: all of them, 0: copy engines)
 };
 
 /// One communication op of one layer for one micro-batch on one rank.

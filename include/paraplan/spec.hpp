@@ -57,6 +57,7 @@ struct GemmKernelSpec {
   int max_split_k = 1;                    ///< most k splits for grids smaller than the units
   double dgrad = 1.0;                     ///< input-gradient GEMMs, relative to forward
   double wgrad = 1.0;                     ///< weight-gradient GEMMs, relative to forward
+  double wgrad_fp8 = 0;                   ///< the same for FP8 GEMMs where it differs; 0 = wgrad
   bool grouped_loop = false;              ///< grouped GEMM = one kernel per expert, not one persistent kernel
   [[nodiscard]] bool present() const { return !tiles.empty(); }
 };
@@ -189,24 +190,29 @@ inline constexpr int kOpClassCount = 3 + kMemClassCount;
 inline constexpr const char* kOpClassNames[kOpClassCount] = {
     "gemm", "grouped_gemm", "attention", "elementwise", "norm", "cast", "permute", "softmax", "reduction", "copy"};
 
+/// Passes a compute multiplier is fitted per: the forward kernels (recompute included), the
+/// input-gradient kernels and the weight-gradient kernels (`calibration.compute.CLASS` keys
+/// forward, backward, weight_grad; weight_grad defaults to backward).
+inline constexpr int kCalibrationPasses = 3;
+
 /// What `paraplan calibrate profile` fitted to a measured profile: time multipliers by op
-/// class and pass (forward, backward), 1 = the model as derived. The communication
-/// multipliers sit on the tiers (TierSpec::calibration).
+/// class and pass (forward, backward, weight_grad), 1 = the model as derived. The
+/// communication multipliers sit on the tiers (TierSpec::calibration).
 struct CalibrationSpec {
   std::string source;  ///< the command and the profile it came from
-  std::array<std::array<double, 2>, kOpClassCount> compute = ones();
+  std::array<std::array<double, kCalibrationPasses>, kOpClassCount> compute = ones();
   /// Time multiplier of FP8 GEMM and grouped-GEMM kernels on top of `compute` (the achieved
   /// FP8 GEMM fraction, fitted by `calibrate runs --knobs fp8_gemm`); 1 = none.
   double fp8_gemm = 1;
-  static std::array<std::array<double, 2>, kOpClassCount> ones() {
-    std::array<std::array<double, 2>, kOpClassCount> a{};
-    for (auto& c : a) c = {1, 1};
+  static std::array<std::array<double, kCalibrationPasses>, kOpClassCount> ones() {
+    std::array<std::array<double, kCalibrationPasses>, kOpClassCount> a{};
+    for (auto& c : a) c = {1, 1, 1};
     return a;
   }
   [[nodiscard]] bool empty() const {
     if (fp8_gemm != 1) return false;
     for (const auto& c : compute) {
-      if (c[0] != 1 || c[1] != 1) return false;
+      if (c[0] != 1 || c[1] != 1 || c[2] != 1) return false;
     }
     return true;
   }

@@ -58,6 +58,8 @@ bool glob(std::string_view pattern, std::string_view name) {
 
 bool phase_ok(const std::string& want, const std::string& have) { return want == "any" || have == "any" || want == have; }
 
+bool known_phase(const std::string& p) { return p == "forward" || p == "backward" || p == "weight_grad" || p == "any"; }
+
 Profile read_csv_profile(const std::string& path, const std::string& text) {
   Profile p;
   p.file = path;
@@ -106,8 +108,8 @@ Profile read_csv_profile(const std::string& path, const std::string& text) {
     r.line = no;
     r.name = cells[static_cast<std::size_t>(c_name)];
     if (c_phase >= 0) r.phase = cells[static_cast<std::size_t>(c_phase)];
-    if (r.phase != "forward" && r.phase != "backward" && r.phase != "any") {
-      error(cols[static_cast<std::size_t>(c_phase)], "phase `" + r.phase + "`: expected forward, backward or any");
+    if (!known_phase(r.phase)) {
+      error(cols[static_cast<std::size_t>(c_phase)], "phase `" + r.phase + "`: expected forward, backward, weight_grad or any");
       continue;
     }
     const std::string& v = cells[static_cast<std::size_t>(c_time)];
@@ -163,7 +165,8 @@ Profile read_trace_profile(const std::string& path, const std::string& text) {
 struct Item {
   std::string name;
   int pass = 0;       // 0 forward, 1 backward (recompute counts as backward: it runs there)
-  int unknown = -1;   // compute: class * 2 + pass of its kernels; tiers after; -1 = fixed
+  bool weight_grad = false;  // a weight-gradient kernel (backward pass)
+  int unknown = -1;   // compute: class * 3 + pass of its kernels (forward, input grad, weight grad); tiers after; -1 = fixed
   double time_s = 0;
   bool comm = false;
   std::string op_class;  // kOpClassNames, comm or host
@@ -171,7 +174,15 @@ struct Item {
   bool taken = false;
 };
 
-constexpr int kComputeUnknowns = 2 * kOpClassCount;
+constexpr int kComputeUnknowns = kCalibrationPasses * kOpClassCount;
+
+// Whether a map entry's or a profile row's phase takes this model item: `backward` takes the
+// weight-gradient kernels too, `weight_grad` only them.
+bool item_phase_ok(const std::string& want, const Item& it) {
+  if (want == "any") return true;
+  if (want == "weight_grad") return it.weight_grad;
+  return want == (it.pass == 0 ? "forward" : "backward");
+}
 
 std::vector<Item> layer_items(const Plan& plan, const std::string& layer, std::vector<std::string>& tiers) {
   const CommBreakdown comm = estimate_comm(plan);
@@ -187,12 +198,13 @@ std::vector<Item> layer_items(const Plan& plan, const std::string& layer, std::v
     Item it;
     it.name = op.name;
     it.pass = op.phase == "forward" ? 0 : 1;
-    const int kernel_pass = op.phase == "forward" || op.phase == "recompute" ? 0 : 1;
+    it.weight_grad = op.phase == "weight_grad";
+    const int kernel_pass = op.phase == "forward" || op.phase == "recompute" ? 0 : it.weight_grad ? 2 : 1;
     it.time_s = op.time_s;
     it.op_class = op.op_class;
     it.kind = op.kind;
     for (int c = 0; c < kOpClassCount; ++c) {
-      if (op.op_class == kOpClassNames[c]) it.unknown = 2 * c + kernel_pass;
+      if (op.op_class == kOpClassNames[c]) it.unknown = kCalibrationPasses * c + kernel_pass;
     }
     if (it.unknown < 0) it.op_class = "host";
     items.push_back(it);
@@ -298,8 +310,8 @@ ProfileMap load_profile_map(const std::string& ref) {
       if (auto v = e.boolean("regex")) m.regex = *v;
       if (auto v = e.text("phase")) {
         m.phase = *v;
-        if (m.phase != "forward" && m.phase != "backward" && m.phase != "any") {
-          diags.error(e.get("phase")->loc, "phase `" + m.phase + "`: expected forward, backward or any");
+        if (!known_phase(m.phase)) {
+          diags.error(e.get("phase")->loc, "phase `" + m.phase + "`: expected forward, backward, weight_grad or any");
         }
       }
       m.ops = e.text_list("ops");
@@ -377,7 +389,7 @@ ProfileFit calibrate_profile(const Profile& profile, const ProfileMap& map, cons
         continue;
       }
       auto& [first, row] = by_class[e->op_class + " " + e->phase];
-      if (first == nullptr) first = e;
+      if (first == nullptr || e->line < first->line) first = e;
       row.name = e->op_class;
       row.phase = e->phase;
       row.y += r.time_s;
@@ -389,12 +401,18 @@ ProfileFit calibrate_profile(const Profile& profile, const ProfileMap& map, cons
                                     "cannot tell how many layer passes the trace holds: no kernel matched an entry "
                                     "with `passes` (attention); give --passes FORWARD,BACKWARD"}});
     }
-    for (auto& [key, slot] : by_class) {
-      const ProfileMapEntry* e = slot.first;
-      Row& row = slot.second;
+    // A model op goes to one row: the first in the map's order that takes it, as a kernel
+    // goes to the first entry that matches it (weight-gradient GEMMs to their own entry,
+    // not again to the GEMM entry after it).
+    std::vector<std::pair<const ProfileMapEntry*, Row>*> ordered;
+    for (auto& kv : by_class) ordered.push_back(&kv.second);
+    std::sort(ordered.begin(), ordered.end(), [](const auto* a, const auto* b) { return a->first->line < b->first->line; });
+    for (auto* slot_ptr : ordered) {
+      const ProfileMapEntry* e = slot_ptr->first;
+      Row& row = slot_ptr->second;
       row.c.assign(static_cast<std::size_t>(unknowns), 0.0);
       for (Item& it : items) {
-        if (!phase_ok(e->phase, it.pass == 0 ? "forward" : "backward")) continue;
+        if (it.taken || !item_phase_ok(e->phase, it)) continue;
         const std::string cls = "|" + e->op_class + "|";
         // `memory` in a map takes every memory-bound class.
         if (cls.find("|" + it.op_class + "|") == std::string::npos &&
@@ -443,7 +461,7 @@ ProfileFit calibrate_profile(const Profile& profile, const ProfileMap& map, cons
       row.c.assign(static_cast<std::size_t>(unknowns), 0.0);
       std::vector<std::string> names;
       for (Item& it : items) {
-        if (!phase_ok(r.phase, it.pass == 0 ? "forward" : "backward")) continue;
+        if (it.taken || !item_phase_ok(r.phase, it)) continue;
         const auto& pats = it.comm ? e->comm : e->ops;
         if (std::none_of(pats.begin(), pats.end(), [&](const std::string& p) { return glob(p, it.name); })) continue;
         it.taken = true;
@@ -482,7 +500,7 @@ ProfileFit calibrate_profile(const Profile& profile, const ProfileMap& map, cons
     Row total;
     total.c.assign(static_cast<std::size_t>(unknowns), 0.0);
     for (const Row& r : rows) {
-      if (r.phase != pass) continue;
+      if (r.phase != pass && !(r.phase == "weight_grad" && std::string(pass) == "backward")) continue;
       total.y += r.y;
       total.fixed += r.fixed;
       for (int u = 0; u < unknowns; ++u) total.c[static_cast<std::size_t>(u)] += r.c[static_cast<std::size_t>(u)];
@@ -568,20 +586,21 @@ ProfileFit calibrate_profile(const Profile& profile, const ProfileMap& map, cons
       fit.measured_total_s += r.y;
     } else if (r.phase == "forward") {
       fit.measured_forward_s += r.y;
-    } else if (r.phase == "backward") {
+    } else if (r.phase == "backward" || r.phase == "weight_grad") {
       fit.measured_backward_s += r.y;
     }
   }
   const CalibrationSpec& base = plan.hardware.calibration;
   fit.calibration = base;
   for (int c = 0; c < kOpClassCount; ++c) {
-    for (int p = 0; p < 2; ++p) {
-      const int u = 2 * c + p;
+    for (int p = 0; p < kCalibrationPasses; ++p) {
+      const int u = kCalibrationPasses * c + p;
       if (std::find(used.begin(), used.end(), u) == used.end()) continue;
       const int n = static_cast<int>(std::count_if(rows.begin(), rows.end(), [&](const Row& r) { return r.c[static_cast<std::size_t>(u)] > 0; }));
       fit.calibration.compute[static_cast<std::size_t>(c)][static_cast<std::size_t>(p)] *= factor[static_cast<std::size_t>(u)];
       const bool bound = std::find(fit.at_bound.begin(), fit.at_bound.end(), u) != fit.at_bound.end();
-      fit.fitted.push_back(std::string(kOpClassNames[c]) + (p == 0 ? " forward" : " backward") + ": x" +
+      static const char* const pass_names[kCalibrationPasses] = {" forward", " backward", " weight_grad"};
+      fit.fitted.push_back(std::string(kOpClassNames[c]) + pass_names[p] + ": x" +
                            util::fmt("%.3f", factor[static_cast<std::size_t>(u)]) + " (" + std::to_string(n) + " rows)" +
                            (bound ? "  at the bound: the model misses something here" : ""));
     }

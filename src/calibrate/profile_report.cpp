@@ -73,9 +73,10 @@ std::string profile_overlay_yaml(const ProfileFit& fit, const std::string& base,
   y << "calibration:\n  source: \"" << command << " (" << date << ")\"\n  compute:\n";
   for (int c = 0; c < kOpClassCount; ++c) {
     const auto& v = fit.calibration.compute[static_cast<std::size_t>(c)];
-    if (v[0] == 1 && v[1] == 1) continue;
-    y << "    " << kOpClassNames[c] << ": {forward: " << util::fmt("%.4g", v[0]) << ", backward: " << util::fmt("%.4g", v[1])
-      << "}\n";
+    if (v[0] == 1 && v[1] == 1 && v[2] == 1) continue;
+    y << "    " << kOpClassNames[c] << ": {forward: " << util::fmt("%.4g", v[0]) << ", backward: " << util::fmt("%.4g", v[1]);
+    if (v[2] != v[1]) y << ", weight_grad: " << util::fmt("%.4g", v[2]);
+    y << "}\n";
   }
   if (!fit.comm.empty()) {
     y << "  communication:\n";

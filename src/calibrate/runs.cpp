@@ -36,15 +36,16 @@ const KnobSpec* find_knob(const std::string& name) {
 void apply(HardwareSpec& hw, const std::string& knob, double x) {
   auto& c = hw.calibration.compute;
   if (knob == "gemm") {
-    for (int cls : {0, 1}) c[static_cast<std::size_t>(cls)] = {c[static_cast<std::size_t>(cls)][0] * x, c[static_cast<std::size_t>(cls)][1] * x};
+    for (int cls : {0, 1}) {
+      for (double& v : c[static_cast<std::size_t>(cls)]) v *= x;
+    }
   } else if (knob == "fp8_gemm") {
     hw.calibration.fp8_gemm *= x;
   } else if (knob == "attention") {
-    c[2] = {c[2][0] * x, c[2][1] * x};
+    for (double& v : c[2]) v *= x;
   } else if (knob == "memory") {
     for (int cls = 3; cls < kOpClassCount; ++cls) {
-      auto& v = c[static_cast<std::size_t>(cls)];
-      v = {v[0] * x, v[1] * x};
+      for (double& v : c[static_cast<std::size_t>(cls)]) v *= x;
     }
   } else if (knob == "communication") {
     for (TierSpec& t : hw.tiers) {
@@ -236,7 +237,8 @@ std::string runs_overlay_yaml(const RunsFit& fit, const HardwareSpec& base_hw, c
   y << "  compute:\n";
   for (int c = 0; c < kOpClassCount; ++c) {
     const auto& v = hw.calibration.compute[static_cast<std::size_t>(c)];
-    y << "    " << kOpClassNames[c] << ": {forward: " << fmt("%.6g", v[0]) << ", backward: " << fmt("%.6g", v[1]) << "}\n";
+    y << "    " << kOpClassNames[c] << ": {forward: " << fmt("%.6g", v[0]) << ", backward: " << fmt("%.6g", v[1])
+      << ", weight_grad: " << fmt("%.6g", v[2]) << "}\n";
   }
   if (std::find(fit.knobs.begin(), fit.knobs.end(), "communication") != fit.knobs.end()) {
     static const char* names[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv", "broadcast"};

@@ -107,7 +107,15 @@ GemmKernelSpec read_gemm_kernel(const Node& node, Diags& diags) {
   if (auto v = r.number("k_overhead", 0, 1e6)) g.k_overhead = *v;
   if (auto v = r.count("max_split_k", Need::Optional, 1, 64)) g.max_split_k = *v;
   if (auto v = r.fraction("dgrad")) g.dgrad = *v;
-  if (auto v = r.fraction("wgrad")) g.wgrad = *v;
+  // wgrad: one fraction, or {bf16: x, fp8: y} where the FP8 weight-gradient kernel differs
+  if (const Node* w = r.get("wgrad"); w != nullptr && w->is_map()) {
+    MapReader p(w, diags, "device.gemm_kernel.wgrad");
+    if (auto v = p.fraction("bf16", Need::Required)) g.wgrad = *v;
+    if (auto v = p.fraction("fp8")) g.wgrad_fp8 = *v;
+    p.finish();
+  } else if (auto v = r.fraction("wgrad")) {
+    g.wgrad = *v;
+  }
   if (auto v = r.enumeration("grouped", kGroupedNames)) g.grouped_loop = *v;
   r.finish();
   return g;
@@ -396,7 +404,8 @@ void read_calibration(const Node* node, HardwareSpec& hw, Diags& diags) {
         MapReader f(k, diags, m.dotted(name));
         auto& slot = hw.calibration.compute[static_cast<std::size_t>(cls)];
         if (auto v = f.number("forward", 0.01, 100)) slot[0] = *v;
-        if (auto v = f.number("backward", 0.01, 100)) slot[1] = *v;
+        if (auto v = f.number("backward", 0.01, 100)) slot[1] = slot[2] = *v;
+        if (auto v = f.number("weight_grad", 0.01, 100)) slot[2] = *v;
         f.finish();
       }
     }

@@ -110,6 +110,7 @@ static OpTime op_time_uncalibrated(const ComputeModel& cm, const model::Op& op) 
                                              loop ? 1 : op.groups, pass, low ? cm.rate_low : 1.0);
         const GemmCorrection& fix = grouped ? (low ? cm.fix_grouped_low : cm.fix_grouped_bf16)
                                             : (low ? cm.fix_dense_low : cm.fix_dense_bf16);
+        if (low && pass == GemmPass::Wgrad && cm.kernel->wgrad_fp8 > 0) t.efficiency *= cm.kernel->wgrad_fp8 / cm.kernel->wgrad;
         t.efficiency = std::clamp(t.efficiency * fix.at(m, op.n, op.k), 1e-6, 1.0);
       } else {
         const GemmEfficiency& surface = low ? (grouped ? cm.grouped_low : cm.dense_low)
@@ -176,8 +177,8 @@ OpTime op_time(const ComputeModel& cm, const model::Op& op) {
   const int cls = op_class(op);
   if (cls >= 0) {
     // Recomputed forwards run the forward kernels.
-    const bool backward = op.phase == model::Phase::InputGrad || op.phase == model::Phase::WeightGrad;
-    double f = cm.calibration[static_cast<std::size_t>(cls)][backward ? 1 : 0];
+    const std::size_t pass = op.phase == model::Phase::WeightGrad ? 2 : op.phase == model::Phase::InputGrad ? 1 : 0;
+    double f = cm.calibration[static_cast<std::size_t>(cls)][pass];
     if (op.low_precision && (op.kind == model::OpKind::Gemm || op.kind == model::OpKind::GroupedGemm)) f *= cm.fp8_gemm;
     if (f != 1) {
       t.time_s *= f;

@@ -38,7 +38,7 @@ struct ComputeModel {
   int units = 0;          ///< compute units per device
   int dies = 1;
   /// Time multipliers by op class and pass fitted by `calibrate profile` (1 = none).
-  std::array<std::array<double, 2>, kOpClassCount> calibration = CalibrationSpec::ones();
+  std::array<std::array<double, kCalibrationPasses>, kOpClassCount> calibration = CalibrationSpec::ones();
   double fp8_gemm = 1;  ///< calibration.fp8_gemm where FP8 GEMMs are in effect
 };
 

@@ -29,7 +29,7 @@ CommOpEstimate from_collective(std::string name, std::string phase, std::string 
   for (const cost::TierTraffic& t : c.tiers) {
     op.stages.push_back(CommStageEstimate{std::string(cost::name(c.op)), t.tier, engine_name(c.engine),
                                           t.bytes, t.time_s > 0 ? t.bytes / t.time_s : 0, t.time_s,
-                                          cost::name(c.op)});
+                                          cost::name(c.op), c.compute_share});
   }
   return op;
 }
@@ -45,7 +45,8 @@ CommOpEstimate from_exchange(const cost::ExchangeCost& x, const char* phase, Dis
   op.compute_s = x.compute_s;
   op.queueing_s = x.queueing_s;
   for (const cost::Stage& s : x.stages) {
-    op.stages.push_back(CommStageEstimate{s.name, s.link, engine_name(s.engine), s.bytes, s.bw, s.time_s, cost::name(s.op)});
+    op.stages.push_back(CommStageEstimate{s.name, s.link, engine_name(s.engine), s.bytes, s.bw, s.time_s, cost::name(s.op),
+                                          s.compute_share});
   }
   return op;
 }

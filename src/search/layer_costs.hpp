@@ -49,7 +49,8 @@ struct KindCost {
   double recompute_flops = 0;  ///< FLOP re-executed in the backward
   double tp_f = 0, tp_b = 0;   ///< TP (and CP) collectives, forward / backward
   double ep_f = 0, ep_b = 0;   ///< EP dispatch + combine, forward / backward
-  double ep_f_busy = 0, ep_b_busy = 0;  ///< of which compute units are occupied
+  double ep_engine = 0;         ///< of ep_f + ep_b: transfers run by compute units (engine: compute)
+  double ep_units = 0;          ///< share of the compute units the other (DMA) transfers' kernels hold
   double queueing = 0;         ///< Kingman waits, forward + backward
 };
 

@@ -23,8 +23,14 @@ struct Exposed {
 
 // EP: with overlap (DualPipe's F&B pairing, 1F1B all-to-all overlap; needs another
 // micro-batch in flight, so pp > 1) DMA-engine communication hides under the layer's
-// compute of the paired micro-batch: exposed = busy + max(0, dma - compute); compute-engine
-// communication (its busy share) always adds (the seeds' DMA = max, SPC = sum rule).
+// compute of the paired micro-batch; compute-engine communication always adds (the seeds'
+// DMA = max, SPC = sum rule). A DMA-tier transfer whose kernels hold a share s of the
+// compute units (DeepEP's 20 SMs, NCCL's channels: `comm_units`) holds them for the whole
+// compute window it hides under: its kernels are launched with the pair and poll until the
+// last peer's data is in, and the peers run the same window. The paired compute runs on
+// (1 - s) of the units: window = compute / (1 - s), exposed = (window - compute) +
+// max(0, dma - window). (deepseek-ai/profile-data train.json: DeepEP kernels are resident
+// 113.4 ms of the chunk pair's 130.6 ms of compute kernels.)
 // Without overlap everything adds. TP: exposed unless overlap.tp, then hidden under the
 // layer's compute in the same way.
 Exposed expose(const KindCost& k, bool ep_overlap, bool tp_overlap) {
@@ -38,9 +44,9 @@ Exposed expose(const KindCost& k, bool ep_overlap, bool tp_overlap) {
   }
   double ep_f = k.ep_f, ep_b = k.ep_b;
   if (ep_overlap && k.ep_f + k.ep_b > 0) {
-    const double busy = k.ep_f_busy + k.ep_b_busy;
-    const double dma = k.ep_f + k.ep_b - busy;
-    const double exposed = busy + std::max(0.0, dma - e.compute);
+    const double dma = k.ep_f + k.ep_b - k.ep_engine;
+    const double window = dma > 0 ? e.compute / (1.0 - std::min(k.ep_units, 0.9)) : e.compute;
+    const double exposed = k.ep_engine + (window - e.compute) + std::max(0.0, dma - window);
     const double scale = exposed / (k.ep_f + k.ep_b);
     ep_f *= scale;
     ep_b *= scale;

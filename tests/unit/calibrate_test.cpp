@@ -291,6 +291,53 @@ TEST_SUITE("calibrate.profile") {
     CHECK(fit.unmatched_rows[0].name == "mystery_kernel");
   }
 
+  TEST_CASE("each model op counts in one row: weight-gradient GEMMs in their own entry, not again as GEMMs") {
+    // One layer pass each way: attention forward and backward, a dense GEMM, an expert GEMM
+    // and a weight-gradient kernel (DeepSeek's name). The map sends the weight-gradient kernel
+    // to a `phase: weight_grad` entry of class gemm|grouped_gemm; the model's rows must
+    // partition its GEMM ops: the weight-gradient ones there, the rest in the gemm and
+    // grouped_gemm rows. The kernels take the model's times, the weight-gradient ones twice
+    // that: the fit gives x2 for weight gradients and x1 for the other passes.
+    const Plan plan = load_plan("deepseek-v3-h800");
+    double wgrad = 0, gemm = 0, grouped = 0, attn_f = 0, attn_b = 0;
+    const ComputeBreakdown cb = estimate_compute(plan, estimate_comm(plan).routing.rank_load);
+    for (const LayerEstimate& l : cb.layers) {
+      if (l.kind != "moe") continue;
+      for (const OpEstimate& op : l.ops) {
+        if (op.kind == "attention") (op.phase == "forward" ? attn_f : attn_b) += op.time_s;
+        if (op.kind != "gemm" && op.kind != "grouped_gemm") continue;
+        (op.phase == "weight_grad" ? wgrad : op.kind == "gemm" ? gemm : grouped) += op.time_s;
+      }
+    }
+    auto us = [](double t) { return std::to_string(t * 1e6); };
+    const std::string trace = write_temp("pp_wgrad.json", R"({"traceEvents": [
+      {"name": "flash_fwd_kernel", "cat": "kernel", "ph": "X", "ts": 0, "dur": )" + us(attn_f) + R"(},
+      {"name": "flash_bwd_kernel", "cat": "kernel", "ph": "X", "ts": 0, "dur": )" + us(attn_b) + R"(},
+      {"name": "sm90_xmma_gemm_e4m3", "cat": "kernel", "ph": "X", "ts": 0, "dur": )" + us(gemm) + R"(},
+      {"name": "m_grouped_gemm_fp8", "cat": "kernel", "ph": "X", "ts": 0, "dur": )" + us(grouped) + R"(},
+      {"name": "fp8_dptp128c_acc_kernel", "cat": "kernel", "ph": "X", "ts": 0, "dur": )" + us(2 * wgrad) + R"(}]})");
+    const ProfileFit fit = calibrate_profile(read_profile(trace), load_profile_map("nvidia-kernels"), plan, "moe");
+    int seen = 0;
+    for (const ProfileFitRow& r : fit.rows) {
+      double want = -1;
+      if (r.phase == "weight_grad") want = wgrad;
+      if (r.name == "gemm") want = gemm;
+      if (r.name == "grouped_gemm") want = grouped;
+      if (want < 0) continue;
+      CHECK(r.before_s == doctest::Approx(want));
+      ++seen;
+    }
+    CHECK(seen == 3);
+    CHECK(wgrad > 0);
+    CHECK(fit.mean_error_after < 0.01);
+    // gemm and grouped_gemm share the weight-gradient row: their weight_grad multipliers
+    // together make it x2 (pulled weakly towards 1 one by one).
+    CHECK(fit.calibration.compute[0][0] == doctest::Approx(1.0).epsilon(0.01));
+    CHECK(fit.calibration.compute[1][0] == doctest::Approx(1.0).epsilon(0.01));
+    CHECK(fit.calibration.compute[0][2] > 1.5);
+    CHECK(fit.calibration.compute[1][2] > 1.5);
+  }
+
   TEST_CASE("a profile that is the model times known factors gives those factors back") {
     // Measured rows built from the model itself: every forward op 2x, every backward op 1.5x
     // (the map's row -> op sums, computed here from estimate_compute / estimate_comm).

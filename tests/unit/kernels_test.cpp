@@ -11,6 +11,7 @@
 #include "cost/kernels.hpp"
 #include "model/op_graph.hpp"
 #include "paraplan/config.hpp"
+#include "paraplan/errors.hpp"
 #include "paraplan/estimate.hpp"
 
 using namespace paraplan;
@@ -108,6 +109,33 @@ TEST_SUITE("cost.kernels") {
     // halfway in log2 m (2048): equal distances, equal weights -> the mean
     CHECK(c.at(2048, 4096, 7168) == doctest::Approx(0.7));
     CHECK(cost::GemmCorrection{}.at(1, 2, 3) == 1.0);
+  }
+
+  TEST_CASE("FP8 weight-gradient GEMMs take their own pass factor where the hardware gives one") {
+    // h800-ib: wgrad {bf16: 0.952, fp8: 0.50} (DeepSeek's FP8 weight-gradient kernel as
+    // traced). The same large GEMM (8192 x 7168 x 4096: 56 x 28 = 1568 tiles of 128 x 256,
+    // 11.9 waves on 132 SMs) as a weight gradient: BF16 at 0.952 of its forward time's rate,
+    // FP8 at 0.50 of its forward rate (both compute-bound, so time scales by the inverse).
+    HardwareSpec hw = load_hardware("h800-ib");
+    CHECK(hw.device.gemm_kernel.wgrad == doctest::Approx(0.952));
+    CHECK(hw.device.gemm_kernel.wgrad_fp8 == doctest::Approx(0.50));
+    for (Precision p : {Precision::Bf16, Precision::Fp8}) {
+      const cost::ComputeModel cm = cost::make_compute_model(hw, p);
+      model::Op g;
+      g.kind = model::OpKind::Gemm;
+      g.m = 8192, g.n = 7168, g.k = 4096;
+      g.flops = 2.0 * g.m * g.n * g.k;
+      g.bytes = 1e6;  // not memory-bound
+      g.kernels = 1;
+      g.low_precision = p == Precision::Fp8;
+      g.phase = model::Phase::Forward;
+      const double fwd = cost::op_time(cm, g).time_s - 4.5e-6;
+      g.phase = model::Phase::WeightGrad;
+      const double wgrad = cost::op_time(cm, g).time_s - 4.5e-6;
+      CHECK(wgrad / fwd == doctest::Approx(p == Precision::Fp8 ? 1 / 0.50 : 1 / 0.952).epsilon(1e-6));
+    }
+    // A key the map does not know is an error at its place.
+    CHECK_THROWS_AS((void)parse_hardware("extends: h800-ib\ndevice:\n  gemm_kernel:\n    peak_fraction: {bf16: 0.8}\n    tiles: [[128, 128, 1]]\n    wgrad: {fp16: 0.5}\n", "w.yaml"), ConfigError);
   }
 
   TEST_CASE("op times: memory classes, launches, host syncs, per-die resources") {

@@ -83,11 +83,14 @@ TEST_SUITE("search.step") {
     x.c.dense.ep_f = 1.0;  // 1 s forward, 1 s backward, all DMA: hidden under 4 s of compute
     x.c.dense.ep_b = 1.0;
     CHECK(x.run().time_s.ep_comm == doctest::Approx(0.0));
-    x.c.dense.ep_f_busy = 0.5;  // half of the forward occupies the compute units: adds
+    x.c.dense.ep_engine = 0.5;  // half a second of it runs on the compute units: adds
     CHECK(x.run().time_s.ep_comm == doctest::Approx(8 * 0.5));
-    x.c.dense.ep_f = 5.0;  // DMA 4.5 + 1 = 5.5 s vs 4 s of compute: 1.5 s exposed + 0.5 busy
-    x.c.dense.ep_f_busy = 0.5;
-    CHECK(x.run().time_s.ep_comm == doctest::Approx(8 * (0.5 + 1.5)));
+    // The DMA transfers' kernels hold 20% of the units for the window they hide under: the
+    // 4 s of compute take 4 / 0.8 = 5 s, 1 s more, and 1.5 s of DMA hide in it.
+    x.c.dense.ep_units = 0.2;
+    CHECK(x.run().time_s.ep_comm == doctest::Approx(8 * (0.5 + 1.0)));
+    x.c.dense.ep_f = 5.0;  // DMA 5.5 s vs the 5 s window: 0.5 s exposed past it
+    CHECK(x.run().time_s.ep_comm == doctest::Approx(8 * (0.5 + 1.0 + 0.5)));
     x.s.overlap.ep = false;  // without overlap the whole of it: 5 + 1
     CHECK(x.run().time_s.ep_comm == doctest::Approx(8 * 6.0));
   }
