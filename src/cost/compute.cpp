@@ -53,6 +53,7 @@ ComputeModel make_compute_model(const HardwareSpec& hw, Precision precision,
   cm.units = d.compute_units;
   cm.dies = std::max(1, d.dies);
   cm.calibration = hw.calibration.compute;
+  cm.fp8 = fp8;
   cm.fp8_gemm = fp8 ? hw.calibration.fp8_gemm : 1.0;
   const int die_units = cm.units / cm.dies;
   if (d.gemm_kernel.present()) {
@@ -107,10 +108,9 @@ static OpTime op_time_uncalibrated(const ComputeModel& cm, const model::Op& op) 
         if (loop) kernels = op.groups;
         const double fraction = low ? cm.fraction_low : cm.fraction_bf16;
         t.efficiency = gemm_model_efficiency(*cm.kernel, fraction, units, m, op.n, op.k,
-                                             loop ? 1 : op.groups, pass, low ? cm.rate_low : 1.0);
+                                             loop ? 1 : op.groups, pass, low ? cm.rate_low : 1.0, low && cm.fp8);
         const GemmCorrection& fix = grouped ? (low ? cm.fix_grouped_low : cm.fix_grouped_bf16)
                                             : (low ? cm.fix_dense_low : cm.fix_dense_bf16);
-        if (low && pass == GemmPass::Wgrad && cm.kernel->wgrad_fp8 > 0) t.efficiency *= cm.kernel->wgrad_fp8 / cm.kernel->wgrad;
         t.efficiency = std::clamp(t.efficiency * fix.at(m, op.n, op.k), 1e-6, 1.0);
       } else {
         const GemmEfficiency& surface = low ? (grouped ? cm.grouped_low : cm.dense_low)

@@ -39,6 +39,7 @@ struct ComputeModel {
   int dies = 1;
   /// Time multipliers by op class and pass fitted by `calibrate profile` (1 = none).
   std::array<std::array<double, kCalibrationPasses>, kOpClassCount> calibration = CalibrationSpec::ones();
+  bool fp8 = false;  ///< the strategy's GEMMs run in FP8 on this device (the `low` ops)
   double fp8_gemm = 1;  ///< calibration.fp8_gemm where FP8 GEMMs are in effect
 };
 

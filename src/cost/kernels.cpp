@@ -6,9 +6,10 @@
 namespace paraplan::cost {
 
 double gemm_model_efficiency(const GemmKernelSpec& g, double peak_fraction, int units, double m,
-                             double n, double k, int groups, GemmPass pass, double rate) {
+                             double n, double k, int groups, GemmPass pass, double rate, bool low) {
   if (m <= 0 || n <= 0 || k <= 0) return peak_fraction;
-  const double pass_factor = pass == GemmPass::Dgrad ? g.dgrad : pass == GemmPass::Wgrad ? g.wgrad : 1.0;
+  const double wgrad = low && g.wgrad_fp8 > 0 ? g.wgrad_fp8 : g.wgrad;
+  const double pass_factor = pass == GemmPass::Dgrad ? g.dgrad : pass == GemmPass::Wgrad ? wgrad : 1.0;
   const double work = static_cast<double>(groups) * m * n * k;  // useful MACs
   double best = 0;
   for (const GemmTile& t : g.tiles) {

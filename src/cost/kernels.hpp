@@ -33,9 +33,11 @@ enum class GemmPass { Forward, Dgrad, Wgrad };
 /// kernel model, before the roofline: in (0, 1]. `groups` > 1 = one persistent kernel over
 /// all groups. `rate` = the dtype's peak over the BF16 peak: the per-tile fixed cost is a
 /// time, so a dtype that runs through k `rate` times faster pays `rate` x k_overhead
-/// elements of k for it (FP8 on Hopper: 2).
+/// elements of k for it (FP8 on Hopper: 2). `low`: an FP8 GEMM (its own wgrad factor where
+/// the hardware gives one).
 double gemm_model_efficiency(const GemmKernelSpec& g, double peak_fraction, int units, double m,
-                             double n, double k, int groups, GemmPass pass, double rate = 1.0);
+                             double n, double k, int groups, GemmPass pass, double rate = 1.0,
+                             bool low = false);
 
 /// Time of a GEMM at efficiency `eff` (of the peak), bounded below by its HBM traffic.
 double gemm_time(const KernelResources& r, double flops, double bytes, double eff);

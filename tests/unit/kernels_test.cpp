@@ -127,7 +127,7 @@ TEST_SUITE("cost.kernels") {
       g.flops = 2.0 * g.m * g.n * g.k;
       g.bytes = 1e6;  // not memory-bound
       g.kernels = 1;
-      g.low_precision = p == Precision::Fp8;
+      g.low_precision = true;  // a linear layer: in the strategy's precision, BF16 or FP8
       g.phase = model::Phase::Forward;
       const double fwd = cost::op_time(cm, g).time_s - 4.5e-6;
       g.phase = model::Phase::WeightGrad;
