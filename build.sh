@@ -33,6 +33,19 @@ jobs=$(nproc 2>/dev/null || echo 2)
 
 # A consumer without CMake: compile the library example with `pkg-config --cflags --libs
 # paraplan` against an install prefix, then run it ($3 = --static for the static library).
+# The installed library as a consumer sees it: install BUILD_DIR, build tests/consumer
+# against it with find_package, run the C++ and the C consumer.
+consumer_find_package() {
+  local build=$1 label=$2
+  local prefix="$PWD/$build/install-test"
+  rm -rf "$prefix"
+  cmake --install "$build" --prefix "$prefix" >/dev/null
+  cmake -S tests/consumer -B "$build/consumer" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+  cmake --build "$build/consumer" -j "$jobs"
+  LD_LIBRARY_PATH="$prefix/lib:$prefix/lib64" "./$build/consumer/consumer_cpp" >/dev/null
+  LD_LIBRARY_PATH="$prefix/lib:$prefix/lib64" "./$build/consumer/consumer_c" >/dev/null
+  echo "consumer: find_package(paraplan) $label passed"
+}
 consumer_pkg_config() {
   local prefix=$1 out=$2 static=${3:-}
   local pcdir
@@ -89,28 +102,15 @@ case "$what" in
   test)
     ctest --test-dir "$dir" --output-on-failure
     # The installed library as a consumer sees it: find_package, the C++ and the C API.
-    prefix="$PWD/$dir/install-test"
-    rm -rf "$prefix"
-    cmake --install "$dir" --prefix "$prefix" >/dev/null
-    cmake -S tests/consumer -B "$dir/consumer" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
-    cmake --build "$dir/consumer" -j "$jobs"
-    "./$dir/consumer/consumer_cpp"
-    "./$dir/consumer/consumer_c" >/dev/null
-    echo "consumer: find_package(paraplan) build and run passed"
-    consumer_pkg_config "$prefix" "$dir/consumer-pc" --static
+    consumer_find_package "$dir" "build and run"
+    consumer_pkg_config "$PWD/$dir/install-test" "$dir/consumer-pc" --static
     # The shared library: built, tested, installed and used the same two ways.
     shared=build-shared
     cmake -S . -B "$shared" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
       -DPARAPLAN_BUILD_BENCH=OFF -DPARAPLAN_BUILD_EXAMPLES=OFF -DPARAPLAN_BUILD_PYTHON=OFF >/dev/null
     cmake --build "$shared" -j "$jobs"
     ctest --test-dir "$shared" --output-on-failure
-    sprefix="$PWD/$shared/install-test"
-    rm -rf "$sprefix"
-    cmake --install "$shared" --prefix "$sprefix" >/dev/null
-    cmake -S tests/consumer -B "$shared/consumer" -DCMAKE_PREFIX_PATH="$sprefix" >/dev/null
-    cmake --build "$shared/consumer" -j "$jobs"
-    LD_LIBRARY_PATH="$sprefix/lib:$sprefix/lib64" "./$shared/consumer/consumer_cpp" >/dev/null
-    echo "consumer: find_package(paraplan) against the shared library passed"
-    consumer_pkg_config "$sprefix" "$shared/consumer-pc"
+    consumer_find_package "$shared" "against the shared library"
+    consumer_pkg_config "$PWD/$shared/install-test" "$shared/consumer-pc"
     ;;
 esac
