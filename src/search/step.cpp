@@ -45,6 +45,8 @@ Exposed expose(const KindCost& k, bool ep_overlap, bool tp_overlap) {
   double ep_f = k.ep_f, ep_b = k.ep_b;
   if (ep_overlap && k.ep_f + k.ep_b > 0) {
     const double dma = k.ep_f + k.ep_b - k.ep_engine;
+    // (a share is below 1 by construction; 0.9 keeps a mistyped comm_units from stretching
+    // the window without bound)
     const double window = dma > 0 ? e.compute / (1.0 - std::min(k.ep_units, 0.9)) : e.compute;
     const double exposed = k.ep_engine + (window - e.compute) + std::max(0.0, dma - window);
     const double scale = exposed / (k.ep_f + k.ep_b);
