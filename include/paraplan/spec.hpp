@@ -317,7 +317,10 @@ struct ModelSpec {
 // ---------------------------------------------------------------------------------------
 
 enum class Precision { Bf16, Fp8 };
-enum class RecomputeMode { None, Selective, Full, Modules };
+/// Selective: Megatron-LM's (the attention core; Korthikanti et al. 2022). Op: torchtitan's
+/// selective op policy (`selective_ac_option = "op"`): matmul, attention and collective
+/// outputs are saved except every second matmul of a block; all other ops run again.
+enum class RecomputeMode { None, Selective, Full, Modules, Op };
 /// Adam: FP32 master weights and moments; Adam8bit: 8-bit blockwise moments; AdamBf16: BF16
 /// moments beside FP32 master weights (DeepSeek-V3 sec. 3.3.3).
 enum class Optimizer { Adam, Adam8bit, AdamBf16 };
@@ -373,6 +376,10 @@ struct Training {
   /// upcasts (RMSNorm, SwiGLU, complex RoPE, cross-entropy), rather than the fused kernels
   /// of Megatron-Core / Transformer Engine / Apex or torch.compile. `training.elementwise: eager`.
   bool eager_elementwise = false;
+  /// The loss as PyTorch eager runs it: logits.float(), log_softmax, nll (torchtitan, whose
+  /// torch.compile covers the transformer blocks only), rather than a fused or vocab-parallel
+  /// cross-entropy. `training.loss: eager`; default: as `training.elementwise`.
+  bool eager_loss = false;
   /// Low-precision storage (DeepSeek-V3 sec. 3.3.3; Megatron-LM --fp8-param-gather): with FP8
   /// GEMMs, linear-layer weights are held in FP8 only (the FP32 master stays with the
   /// optimizer), the attention output is cached once in FP8 (E5M6; it serves the flash
@@ -473,6 +480,7 @@ struct SearchSpace {
   bool unfused_attention = false;  ///< training.attention: unfused
   std::string attention_kernel;    ///< training.attention: a named flash kernel (empty = default)
   bool eager_elementwise = false;  ///< training.elementwise: eager
+  int eager_loss = -1;             ///< training.loss: 0 fused, 1 eager, -1 as elementwise
   bool fp8_storage = false;        ///< training.fp8_storage
   bool bf16_grads = false;         ///< training.grad_precision: bf16
   Choice<int> global_batch;

@@ -41,7 +41,8 @@ namespace {
 
 const EnumNames<RecomputeMode> kRecomputeModeNames{{"none", RecomputeMode::None},
                                                    {"selective", RecomputeMode::Selective},
-                                                   {"full", RecomputeMode::Full}};
+                                                   {"full", RecomputeMode::Full},
+                                                   {"op", RecomputeMode::Op}};
 const EnumNames<RecomputeModule> kModuleNames{{"core_attn", RecomputeModule::CoreAttn},
                                               {"layernorm", RecomputeModule::LayerNorm},
                                               {"mla_up_proj", RecomputeModule::MlaUpProj},
@@ -199,6 +200,9 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
     if (auto v = t.enumeration("elementwise", EnumNames<bool>{{"fused", false}, {"eager", true}})) {
       sp.eager_elementwise = *v;
     }
+    if (auto v = t.enumeration("loss", EnumNames<bool>{{"fused", false}, {"eager", true}})) {
+      sp.eager_loss = *v ? 1 : 0;
+    }
     if (auto v = t.boolean("fp8_storage")) sp.fp8_storage = *v;
     if (auto v = t.enumeration("grad_precision", EnumNames<bool>{{"fp32", false}, {"bf16", true}})) {
       sp.bf16_grads = *v;
@@ -284,6 +288,7 @@ Strategy read_strategy(const Node& root, Diags& diags) {
   s.training.unfused_attention = sp.unfused_attention;
   s.training.attention_kernel = sp.attention_kernel;
   s.training.eager_elementwise = sp.eager_elementwise;
+  s.training.eager_loss = sp.eager_loss < 0 ? sp.eager_elementwise : sp.eager_loss == 1;
   s.training.fp8_storage = sp.fp8_storage;
   s.training.bf16_grads = sp.bf16_grads;
   s.moe.dispatch = first_or(sp.dispatch, Dispatch::AllToAll);

@@ -75,7 +75,8 @@ bool recomputed(const Recompute& r, Tag t) {
   switch (r.mode) {
     case RecomputeMode::None:
     case RecomputeMode::Full:
-      return false;  // full is handled by the caller
+    case RecomputeMode::Op:
+      return false;  // full and op are handled by the caller
     case RecomputeMode::Selective:
       return t == Tag::CoreAttn;  // Korthikanti et al. 2022
     case RecomputeMode::Modules:
@@ -344,6 +345,57 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
 
   std::vector<MemoryPart> parts;
   const Recompute& rc = s.training.recompute;
+  if (apply_recompute && rc.mode == RecomputeMode::Op) {
+    // torchtitan's selective op policy (see model::add_op_policy_recompute): the block's input,
+    // the outputs of every other matmul (the 1st, 3rd, ... in the module's order), the SDPA
+    // outputs (O and the log-sum-exp), grouped-GEMM and dispatch outputs; nothing else.
+    add_part(parts, "layer_input", Tr * h * kBf16Bytes);
+    int matmuls = 0;
+    auto mm = [&](Tag tag, double elems) {
+      if (++matmuls % 2 == 1) add_part(parts, part_name(tag), elems * kBf16Bytes);
+    };
+    if (a.kind == AttentionKind::Mla) {
+      if (a.q_lora_rank > 0) {
+        mm(Tag::MlaCompressed, Tr * a.q_lora_rank);  // q_a
+        mm(Tag::MlaUp, T * heads * dqk);             // q_b
+      } else {
+        mm(Tag::MlaUp, T * heads * dqk);  // q
+      }
+      mm(Tag::MlaCompressed, Tr * (a.kv_lora_rank + a.qk_rope_head_dim));  // kv_a
+      mm(Tag::MlaUp, T * heads * (a.qk_nope_head_dim + dv));                // kv_b
+    } else {
+      const double kvh = std::max(1.0, a.kv_heads / t);
+      mm(Tag::AttnQkv, T * heads * dqk);  // wq
+      mm(Tag::AttnQkv, T * kvh * dqk);    // wk
+      mm(Tag::AttnQkv, T * kvh * dv);     // wv
+    }
+    for (const Stored& x : st) {
+      if (x.tag == Tag::CoreAttn) add_part(parts, part_name(x.tag), x.bytes);
+    }
+    add_part(parts, part_name(Tag::AttnOut), T * heads * dv * kBf16Bytes);  // SDPA output
+    mm(Tag::AttnOut, T * h);                                                // wo
+    const double f = m.ffn.intermediate / t;
+    if (!moe_layer) {
+      if (swiglu) mm(Tag::Mlp, T * f);  // w1 (gate)
+      mm(Tag::Mlp, T * f);              // w3 (up), or fc1
+      mm(Tag::MlpAct, T * h);           // w2 (down)
+    } else if (m.moe) {
+      const MoeSpec& e = *m.moe;
+      mm(Tag::Router, Tr * e.routed_experts);
+      for (const Stored& x : st) {
+        if (x.tag == Tag::Dispatched || x.tag == Tag::ExpertFc1) add_part(parts, part_name(x.tag), x.bytes);
+      }
+      const double copies = tok.per_expert_slowest * tok.experts_per_rank * dies_per_rank_group(plan);
+      add_part(parts, part_name(Tag::ExpertOut), copies * h * kBf16Bytes);
+      if (e.shared_experts > 0) {
+        const double fs = static_cast<double>(e.shared_experts) * e.shared_expert_intermediate / t;
+        if (swiglu) mm(Tag::Shared, T * fs);
+        mm(Tag::Shared, T * fs);
+        mm(Tag::Shared, T * h);
+      }
+    }
+    return parts;
+  }
   if (apply_recompute && rc.mode == RecomputeMode::Full) {
     // Only the layer input is kept: 2sbh, or 2sbh/t with SP (Korthikanti et al. 2022).
     add_part(parts, "layer_input", Tr * h * kBf16Bytes);
@@ -461,6 +513,8 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
 
   MemoryEstimate est;
   est.capacity = hw.device.memory_bytes;
+  const double logit_bytes = s.training.eager_loss ? 3 * kFp32Bytes : kFp32Bytes;  // see "logits"
+
   est.host_capacity = hw.host.memory_bytes;
   est.micro_batches = schedule::micro_batches(s);
 
@@ -542,7 +596,7 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
       // the logits adds to the peak.
       double ws = std::max(rank_has_dense_layer ? in.dense_extra : 0.0,
                            rank_has_moe_layer ? in.moe_extra : 0.0);
-      if (st.head) ws = std::max(0.0, ws - (1 + m.mtp_depth) * T * m.vocab / p.tp * kFp32Bytes);
+      if (st.head) ws = std::max(0.0, ws - (1 + m.mtp_depth) * T * m.vocab / p.tp * logit_bytes);
       st.activations += ws;
       if (detail) add_part(st.activation_parts, "recompute_working_set", ws);
     }
@@ -569,8 +623,13 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
     };
     buffer("gemm_workspace", kGemmWorkspaceBytes);
     if (rank_has_moe_layer) buffer("ep_dispatch", in.dispatch_buffer);
-    // FP32 logits of the vocab shard for the loss, main head and each MTP head.
-    if (st.head) buffer("logits", (1 + m.mtp_depth) * T * m.vocab / p.tp * kFp32Bytes);
+    // Logits of the vocab shard for the loss, main head and each MTP head: a fused or
+    // vocab-parallel cross-entropy holds them in FP32 (4 B per logit). The eager loss
+    // (`training.loss: eager`; torchtitan: cross_entropy(pred.float(), labels)) peaks in its
+    // backward at 12 B: the saved FP32 log-probabilities, nll's FP32 gradient and
+    // log_softmax's FP32 input gradient (in forward 10 B: BF16 logits, their FP32 copy and
+    // the log-probabilities).
+    if (st.head) buffer("logits", (1 + m.mtp_depth) * T * m.vocab / p.tp * logit_bytes);
     if (p.pp > 1) buffer("pp_p2p", 2 * Tr * h * kBf16Bytes);  // activation + gradient
     if (Tr < T) buffer("sp_gather", T * h * kBf16Bytes);      // gathered GEMM input
     if (zero >= 3) {

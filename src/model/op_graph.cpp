@@ -147,7 +147,9 @@ void add_attention(const Ctx& c, std::vector<Op>& ops) {
     }
   } else {
     kv_heads = std::max(1.0, a.kv_heads / c.t);
-    ops.push_back(gemm("qkv_proj", Module::AttnProj, T, (heads + 2 * kv_heads) * dqk, h));
+    Op qkv = gemm("qkv_proj", Module::AttnProj, T, (heads + 2 * kv_heads) * dqk, h);
+    qkv.unfused_n = {heads * dqk, kv_heads * dqk, kv_heads * dv};
+    ops.push_back(qkv);
     if (rope) {
       double elems = T * (heads + kv_heads) * dqk;
       ops.push_back(rope_op(c, Module::AttnProj, elems, 2));
@@ -201,6 +203,7 @@ void add_ffn(const Ctx& c, std::vector<Op>& ops, const std::string& prefix, Modu
   const bool swiglu = c.m.ffn.kind == FfnKind::Swiglu;
   Op up = gemm(prefix + (swiglu ? "gate_up_proj" : "up_proj"), module, tokens, (swiglu ? 2 : 1) * f,
                h, groups);
+  if (swiglu) up.unfused_n = {f, f};
   // SwiGLU reads gate and up, writes the product; GeLU reads and writes one tensor. Eager
   // SwiGLU is silu(gate) then a multiply (2 + 2, 2 + 2 + 2 B per element, 2 kernels) and an
   // autograd backward of 4 kernels over about twice the bytes.
@@ -319,6 +322,7 @@ bool recomputed(const Recompute& r, Module mod) {
     case RecomputeMode::None: return false;
     case RecomputeMode::Full: return true;
     case RecomputeMode::Selective: return mod == Module::CoreAttn;  // Korthikanti et al. 2022
+    case RecomputeMode::Op: return false;                           // add_op_policy_recompute
     case RecomputeMode::Modules: break;
   }
   switch (mod) {
@@ -336,16 +340,56 @@ bool recomputed(const Recompute& r, Module mod) {
   return false;
 }
 
+// torchtitan's selective op policy (pytorch/torchtitan@9dec370
+// torchtitan/parallelisms/parallelize_llama.py, `_save_list` and `_custom_policy`): the block's
+// forward runs again in backward, but the outputs of matmuls (aten.mm), attention (SDPA) and
+// collectives come from the forward's cache, except every second matmul, counted per block
+// in forward order. Matmuls are counted as the module runs them (Llama: wq, wk, wv, wo, w1,
+// w3, w2, so wk, wo and w3 run again); grouped GEMMs are not aten.mm and stay saved.
+// Everything memory-bound (norms, RoPE, SwiGLU, residual adds, FP8 casts) runs again.
+void add_op_policy_recompute(std::vector<Op>& ops) {
+  const std::size_t forward = ops.size();
+  int matmuls = 0;
+  for (std::size_t i = 0; i < forward; ++i) {
+    const Op f = ops[i];
+    if (f.kind == OpKind::Memory) {
+      Op r = f;
+      r.phase = Phase::Recompute;
+      ops.push_back(r);
+      continue;
+    }
+    if (f.kind != OpKind::Gemm) continue;
+    double n = 0;
+    const bool fused = f.unfused_n[0] > 0;
+    for (double part : fused ? f.unfused_n : std::array<double, 3>{f.n, 0, 0}) {
+      if (part <= 0) continue;
+      if (++matmuls % 2 == 0) n += part;
+    }
+    if (n <= 0) continue;
+    Op r = f;
+    r.phase = Phase::Recompute;
+    r.n = n;
+    r.flops = 2.0 * f.m * n * f.k * f.groups;
+    r.bytes = (f.m * f.k + f.k * n + f.m * n) * kAct * f.groups;
+    r.unfused_n = {};
+    ops.push_back(r);
+  }
+}
+
 // Appends the backward ops of every forward op: input-gradient and weight-gradient GEMMs,
 // the flash-attention backward (2.5x the forward FLOP: it recomputes QK^T, then dV, dP, dQ,
 // dK; Dao 2023), memory-bound backward passes, and the recomputed forward ops.
 void add_backward(std::vector<Op>& ops, const Recompute& recompute, bool recomputable) {
   const std::size_t forward = ops.size();
-  for (std::size_t i = 0; i < forward; ++i) {
-    if (recomputable && recomputed(recompute, ops[i].module)) {
-      Op r = ops[i];
-      r.phase = Phase::Recompute;
-      ops.push_back(r);
+  if (recomputable && recompute.mode == RecomputeMode::Op) {
+    add_op_policy_recompute(ops);
+  } else {
+    for (std::size_t i = 0; i < forward; ++i) {
+      if (recomputable && recomputed(recompute, ops[i].module)) {
+        Op r = ops[i];
+        r.phase = Phase::Recompute;
+        ops.push_back(r);
+      }
     }
   }
   for (std::size_t i = forward; i-- > 0;) {
@@ -456,7 +500,7 @@ std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const Har
     // Vocab-parallel cross-entropy (Megatron): max, exp-sum and target-logit passes. Eager:
     // logits.float() (2 + 4 B), log_softmax (4 + 4 + a 4 B reduction pass), and a backward
     // of 4 + 4 + 4 and the BF16 cast (4 + 2): 18 B each way.
-    if (c.s.training.eager_elementwise) {
+    if (c.s.training.eager_loss) {
       ops.push_back(memory(prefix + "cross_entropy", Module::Other, 18 * T * vocab_shard, 18 * T * vocab_shard,
                            MemClass::Reduction, 3, 2));
     } else {

@@ -4,6 +4,7 @@
 // are built from the model; input-gradient, weight-gradient and recompute ops are derived
 // from them. Communication is added by the communication model, not here.
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,9 @@ struct Op {
   /// FP8: rows of the input quantized before this GEMM; 0 = its m x groups. The routed
   /// experts' tokens are quantized once before the FP8 dispatch, not once per copy.
   double quantized_rows = 0;
+  /// A GEMM the graph fuses that a module without fusion runs as separate matmuls (q, k, v;
+  /// gate, up): their n in the module's order; all 0 = one matmul. Recompute `op` counts them.
+  std::array<double, 3> unfused_n{};
 };
 
 /// All ops of one layer kind, forward then backward (input grad, weight grad, recompute).

@@ -274,6 +274,11 @@ std::string megatron(const Plan& plan) {
     case RecomputeMode::Selective:
       arg("--recompute-granularity selective");
       break;
+    case RecomputeMode::Op:
+      // Megatron-LM has no every-second-matmul policy; its selective mode is the nearest.
+      arg("--recompute-granularity selective");
+      lost.push_back("training.recompute op (torchtitan's selective op policy; written as Megatron's selective)");
+      break;
     case RecomputeMode::Modules:
       arg("--recompute-granularity selective");
       arg("--recompute-modules " + util::join(recompute_modules(t.recompute), " "));
@@ -617,6 +622,12 @@ std::string torchtitan(const Plan& plan) {
       o.add("mode = \"full\"");
       break;
     case RecomputeMode::Selective:
+      o.add("mode = \"selective\"");
+      o.add("selective_ac_option = \"op\"");
+      o.add("# approximate: recompute selective (Megatron's, the attention core); torchtitan's op policy "
+            "saves attention and every other matmul (paraplan: recompute op)");
+      break;
+    case RecomputeMode::Op:
       o.add("mode = \"selective\"");
       o.add("selective_ac_option = \"op\"");
       break;

@@ -24,7 +24,7 @@ std::size_t LayerKeyHash::operator()(const LayerKey& k) const noexcept {
   mix((k.fp8_dispatch ? 1u : 0u) | (k.gate_at_swiglu ? 2u : 0u) | (k.fp8_storage ? 4u : 0u));
   mix(static_cast<std::size_t>(k.algorithm));
   mix(std::hash<std::string>{}(k.attention_kernel));
-  mix(k.eager_elementwise ? 1u : 0u);
+  mix((k.eager_elementwise ? 1u : 0u) | (k.eager_loss ? 2u : 0u));
   return h;
 }
 
@@ -56,6 +56,7 @@ LayerKey key_of(const Strategy& s, int model_seq) {
   k.unfused_attention = s.training.unfused_attention;
   k.attention_kernel = s.training.attention_kernel;
   k.eager_elementwise = s.training.eager_elementwise;
+  k.eager_loss = s.training.eager_loss;
   return k;
 }
 

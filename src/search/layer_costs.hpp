@@ -33,6 +33,7 @@ struct LayerKey {
   bool unfused_attention = false;
   std::string attention_kernel;
   bool eager_elementwise = false;
+  bool eager_loss = false;
 
   bool operator==(const LayerKey&) const = default;
 };

@@ -583,6 +583,7 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
   base.parallel.embedding_in_split = sp.embedding_in_split;
   base.parallel.loss_in_split = sp.loss_in_split;
   base.training.eager_elementwise = sp.eager_elementwise;
+  base.training.eager_loss = sp.eager_loss < 0 ? sp.eager_elementwise : sp.eager_loss == 1;
 
   for (int n : nodes) {
     const int devices = n * dpn;
@@ -699,7 +700,7 @@ std::string search_key(const SearchSpace& sp, const SearchOptions& o) {
   }
   for (const Choice<bool>* c : {&sp.sp, &sp.ep_over_dies, &sp.optimizer_offload, &sp.activation_offload}) put(k, *c);
   k += sp.unfused_attention ? "U|" : "F|";
-  k += sp.attention_kernel + (sp.eager_elementwise ? "|E|" : "|");
+  k += sp.attention_kernel + (sp.eager_elementwise ? "|E" : "|") + std::to_string(sp.eager_loss) + "|";
   k += std::to_string(sp.first_stage_layers) + "," + std::to_string(sp.last_stage_layers) + "," +
        std::to_string(sp.embedding_in_split) + std::to_string(sp.loss_in_split) + "|";
   put(k, sp.precision);

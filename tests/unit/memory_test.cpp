@@ -702,4 +702,26 @@ TEST_SUITE("cost.memory") {
       CHECK(bf16.stages[i].gradients == doctest::Approx(fp32.stages[i].gradients / 2));
     }
   }
+
+  TEST_CASE("recompute op keeps the block input, every other matmul output and SDPA's outputs") {
+    // torchtitan's selective op policy (pytorch/torchtitan@9dec370 parallelize_llama.py):
+    // the checkpointed block keeps its input x; of wq, wk, wv, wo, w1, w3, w2 the odd ones
+    // (wq, wv, w1, w2) keep their outputs; SDPA keeps O and its FP32 log-sum-exp. Llama 3 70B
+    // at TP8 without SP, micro-batch 1: T = 8192 tokens, per rank 8 query heads and 1 KV head
+    // of 128, FFN 3584. BF16, flash attention:
+    //   x  T h x 2 B;  wq T 8 128 x 2;  wv T 1 128 x 2;  O T 8 128 x 2;  lse T 8 x 4;
+    //   w1 T 3584 x 2;  w2 T h x 2.
+    Plan p = make_plan("llama3-70b", "h100-sxm-ib", 8, 1, 8, 1, 64);
+    p.strategy.training.recompute.mode = RecomputeMode::Op;
+    const double T = 8192, hh = 8192;
+    const double expected = T * (hh * 2 + 1024 * 2 + 128 * 2 + 1024 * 2 + 8 * 4 + 3584 * 2 + hh * 2);
+    const auto parts = cost::layer_activations(p, false, 1.0, {});
+    CHECK(cost::sum(parts) == doctest::Approx(expected).epsilon(1e-12));
+    CHECK(part(parts, "layer_input") == doctest::Approx(T * hh * 2));
+    CHECK(part(parts, "norm_outputs") == 0);
+    // Less than Megatron's selective (which keeps both norms' inputs and outputs, q/k/v,
+    // the SwiGLU input and output) and more than full recompute (the input alone).
+    CHECK(cost::sum(parts) < layer_bytes(with_recompute(p, RecomputeMode::Selective)));
+    CHECK(cost::sum(parts) > layer_bytes(with_recompute(p, RecomputeMode::Full)));
+  }
 }

@@ -105,6 +105,7 @@ TEST_SUITE("model.op_graph") {
     // mul 2 + 2 + 2); fused RoPE 2 x 2, eager 20; cross-entropy fused 2 + 4, eager 18 per logit.
     Plan p = llama_plan(8, true);
     p.strategy.training.eager_elementwise = true;
+    p.strategy.training.eager_loss = true;  // what `elementwise: eager` implies when loss is unset
     auto layers = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
     const Layer& d = layer(layers, LayerKind::Dense);
     CHECK(op(d, "input_norm").bytes == doctest::Approx(36.0 * 1024 * 8192));
@@ -116,6 +117,11 @@ TEST_SUITE("model.op_graph") {
     CHECK(op(head, "cross_entropy").bytes == doctest::Approx(18.0 * 8192 * (128256 / 8)));
     p.strategy.training.eager_elementwise = false;
     auto fused = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    // torchtitan compiles the blocks, not the loss: eager cross-entropy beside fused blocks.
+    CHECK(op(layer(fused, LayerKind::Head), "cross_entropy").bytes == doctest::Approx(18.0 * 8192 * (128256 / 8)));
+    p.strategy.training.eager_loss = false;
+    fused = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    CHECK(op(layer(fused, LayerKind::Head), "cross_entropy").bytes == doctest::Approx(6.0 * 8192 * (128256 / 8)));
     CHECK(op(layer(fused, LayerKind::Dense), "input_norm").bytes == doctest::Approx(4.0 * 1024 * 8192));
     CHECK(op(layer(fused, LayerKind::Dense), "swiglu").bytes == doctest::Approx(6.0 * 8192 * 3584));
     CHECK(op(layer(fused, LayerKind::Dense), "rope").bytes == doctest::Approx(4.0 * 8192 * 9 * 128));
@@ -183,6 +189,36 @@ TEST_SUITE("model.op_graph") {
         default: CHECK(d.recompute_s == doctest::Approx(fwd_time)); break;
       }
     }
+  }
+
+  TEST_CASE("recompute op: torchtitan's policy runs wk, wo, w3 again and every memory-bound op") {
+    // pytorch/torchtitan@9dec370 parallelize_llama.py: matmul outputs are saved except every
+    // second aten.mm of the block; Llama's block runs wq, wk, wv, wo, w1, w3, w2, so the 2nd,
+    // 4th and 6th (wk, wo, w3) run again; SDPA is saved; everything else is recomputed.
+    // Llama 3 70B at TP8 with SP, micro-batch 1: T = 8192 tokens, h 8192, 64 / 8 = 8 query
+    // heads and 8 / 8 = 1 KV head of 128 per rank, FFN 28672 / 8 = 3584 per rank.
+    Plan p = llama_plan(8, true);
+    p.strategy.training.recompute.mode = RecomputeMode::Op;
+    const auto layers = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    const Layer& d = layer(layers, LayerKind::Dense);
+    const double T = 8192, h = 8192, d_head = 128, f = 28672.0 / 8;
+    const double wk = 2 * T * (1 * d_head) * h, wo = 2 * T * h * (8 * d_head), w3 = 2 * T * f * h;
+    double gemm_flops = 0, attention = 0;
+    int memory_fwd = 0, memory_re = 0;
+    for (const Op& o : d.ops) {
+      if (o.kind == model::OpKind::Memory && o.phase == Phase::Forward) ++memory_fwd;
+      if (o.kind == model::OpKind::Memory && o.phase == Phase::Recompute) ++memory_re;
+      if (o.phase != Phase::Recompute) continue;
+      if (o.kind == model::OpKind::Gemm) gemm_flops += o.flops;
+      if (o.kind == model::OpKind::Attention) attention += o.flops;
+    }
+    CHECK(gemm_flops == doctest::Approx(wk + wo + w3).epsilon(1e-12));
+    CHECK(attention == 0);
+    CHECK(memory_re == memory_fwd);
+    CHECK(op(d, "qkv_proj", Phase::Recompute).n == d_head);    // wk only
+    CHECK(op(d, "gate_up_proj", Phase::Recompute).n == f);     // w3 only
+    CHECK(op(d, "o_proj", Phase::Recompute).n == h);
+    for (const Op& o : d.ops) CHECK_FALSE((o.name == "down_proj" && o.phase == Phase::Recompute));
   }
 
   TEST_CASE("FP8 GEMMs run at the FP8 peak on H800; the router and head stay BF16") {
