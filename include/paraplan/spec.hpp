@@ -481,6 +481,8 @@ struct SearchSpace {
   std::string attention_kernel;    ///< training.attention: a named flash kernel (empty = default)
   bool eager_elementwise = false;  ///< training.elementwise: eager
   int eager_loss = -1;             ///< training.loss: 0 fused, 1 eager, -1 as elementwise
+  /// Whether the loss runs eagerly: `training.loss` if given, else as `training.elementwise`.
+  [[nodiscard]] bool loss_eager() const { return eager_loss < 0 ? eager_elementwise : eager_loss == 1; }
   bool fp8_storage = false;        ///< training.fp8_storage
   bool bf16_grads = false;         ///< training.grad_precision: bf16
   Choice<int> global_batch;

@@ -288,7 +288,7 @@ Strategy read_strategy(const Node& root, Diags& diags) {
   s.training.unfused_attention = sp.unfused_attention;
   s.training.attention_kernel = sp.attention_kernel;
   s.training.eager_elementwise = sp.eager_elementwise;
-  s.training.eager_loss = sp.eager_loss < 0 ? sp.eager_elementwise : sp.eager_loss == 1;
+  s.training.eager_loss = sp.loss_eager();
   s.training.fp8_storage = sp.fp8_storage;
   s.training.bf16_grads = sp.bf16_grads;
   s.moe.dispatch = first_or(sp.dispatch, Dispatch::AllToAll);

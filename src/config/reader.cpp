@@ -104,9 +104,9 @@ std::optional<double> ScalarReader::number(const Node& n, std::string_view what,
 std::optional<double> ScalarReader::fraction(const Node& n, std::string_view what) const {
   auto v = number(n, what, -1e300, 1e300);
   if (!v) return std::nullopt;
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%g", *v);
   if (!(*v > 0.0 && *v <= 1.0)) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", *v);
     diags_.error(n.loc, quoted(what) + " is a fraction and must be in (0, 1], got " + buf);
     return std::nullopt;
   }

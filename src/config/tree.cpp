@@ -16,7 +16,6 @@ Node::Node(Node&&) noexcept = default;
 Node& Node::operator=(const Node&) = default;
 Node& Node::operator=(Node&&) noexcept = default;
 
-
 const Node* Node::find(std::string_view key) const {
   if (type != Type::Map) return nullptr;
   for (const auto& [k, v] : entries) {

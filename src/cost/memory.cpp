@@ -264,6 +264,11 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
   const double heads = a.heads / t;
   const double dqk = model::qk_head_dim(m), dv = model::v_head_dim(m);
   const bool swiglu = m.ffn.kind == FfnKind::Swiglu;
+  const double kvh = std::max(1.0, a.kv_heads / t);  // GQA kv heads per rank (one when t > kv_heads)
+  const double f = m.ffn.intermediate / t;            // dense FFN width per rank
+  // MoE: the slowest rank's routed copies (a card holds all its dies' ranks); shared width.
+  const double copies = m.moe ? tok.per_expert_slowest * tok.experts_per_rank * dies_per_rank_group(plan) : 0.0;
+  const double fs = m.moe ? static_cast<double>(m.moe->shared_experts) * m.moe->shared_expert_intermediate / t : 0.0;
   // FP8 training keeps the quantized (column-wise) copy of each FP8 GEMM's input for its
   // weight gradient, 1 B per element, instead of the BF16 input (Transformer Engine's FP8
   // Linear; DeepSeek-V3 sec. 3.3.3 caches activations in FP8). Inputs other ops also need
@@ -301,9 +306,7 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
     keep(Tag::MlaUp, Tr * a.kv_lora_rank, gemm_in);            // kv norm out = kv_b input
     keep(Tag::MlaUp, T * heads * (2 * dqk + dv), kBf16Bytes);  // q, k (nope + rope), v
   } else {
-    // Q and K (4sbh/t) and V (2sbh/t) for MHA; GQA keeps its kv heads (one per rank when
-    // t > kv_heads).
-    const double kvh = std::max(1.0, a.kv_heads / t);
+    // Q and K (4sbh/t) and V (2sbh/t) for MHA; GQA keeps its kv heads.
     keep(Tag::AttnQkv, T * (heads * dqk + kvh * dqk + kvh * dv), kBf16Bytes);
   }
   if (opt.flash_attention) {
@@ -320,14 +323,11 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
   if (opt.hidden_dropout) keep(Tag::Dropout, Tr * h, 1.0);  // after attention
 
   if (!moe_layer) {
-    const double f = m.ffn.intermediate / t;
     keep(Tag::Mlp, T * (swiglu ? 2 : 1) * f, kBf16Bytes);  // gate+up, or GeLU input (8sbh/t)
     keep(Tag::MlpAct, T * f, gemm_in);                     // fc2 input (GeLU: 8sbh/t)
   } else if (m.moe) {
     const MoeSpec& e = *m.moe;
     keep(Tag::Router, Tr * e.routed_experts, kFp32Bytes + 1.0);  // FP32 scores + bool map
-    // The slowest rank's routed copies; a card holds all its dies' ranks.
-    const double copies = tok.per_expert_slowest * tok.experts_per_rank * dies_per_rank_group(plan);
     const double fe = static_cast<double>(e.expert_intermediate) / s.parallel.etp;
     keep(Tag::Dispatched, copies * h, gemm_in);  // FP8 dispatch delivers FP8 tokens
     keep(Tag::ExpertFc1, copies * (swiglu ? 2 : 1) * fe, low_store ? 1.0 : kBf16Bytes);
@@ -336,7 +336,6 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
     // applied on the SwiGLU output (DeepSeek) they do not.
     if (!s.moe.gate_at_swiglu) keep(Tag::ExpertOut, copies * h, kBf16Bytes);
     if (e.shared_experts > 0) {
-      const double fs = static_cast<double>(e.shared_experts) * e.shared_expert_intermediate / t;
       keep(Tag::Shared, T * (swiglu ? 2 : 1) * fs, kBf16Bytes);  // fc1 output
       keep(Tag::Shared, T * fs, gemm_in);                         // activation = fc2 input
     }
@@ -364,7 +363,6 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
       mm(Tag::MlaCompressed, Tr * (a.kv_lora_rank + a.qk_rope_head_dim));  // kv_a
       mm(Tag::MlaUp, T * heads * (a.qk_nope_head_dim + dv));                // kv_b
     } else {
-      const double kvh = std::max(1.0, a.kv_heads / t);
       mm(Tag::AttnQkv, T * heads * dqk);  // wq
       mm(Tag::AttnQkv, T * kvh * dqk);    // wk
       mm(Tag::AttnQkv, T * kvh * dv);     // wv
@@ -374,7 +372,6 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
     }
     add_part(parts, part_name(Tag::AttnOut), T * heads * dv * kBf16Bytes);  // SDPA output
     mm(Tag::AttnOut, T * h);                                                // wo
-    const double f = m.ffn.intermediate / t;
     if (!moe_layer) {
       if (swiglu) mm(Tag::Mlp, T * f);  // w1 (gate)
       mm(Tag::Mlp, T * f);              // w3 (up), or fc1
@@ -385,10 +382,8 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
       for (const Stored& x : st) {
         if (x.tag == Tag::Dispatched || x.tag == Tag::ExpertFc1) add_part(parts, part_name(x.tag), x.bytes);
       }
-      const double copies = tok.per_expert_slowest * tok.experts_per_rank * dies_per_rank_group(plan);
       add_part(parts, part_name(Tag::ExpertOut), copies * h * kBf16Bytes);
       if (e.shared_experts > 0) {
-        const double fs = static_cast<double>(e.shared_experts) * e.shared_expert_intermediate / t;
         if (swiglu) mm(Tag::Shared, T * fs);
         mm(Tag::Shared, T * fs);
         mm(Tag::Shared, T * h);
@@ -513,8 +508,6 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
 
   MemoryEstimate est;
   est.capacity = hw.device.memory_bytes;
-  const double logit_bytes = s.training.eager_loss ? 3 * kFp32Bytes : kFp32Bytes;  // see "logits"
-
   est.host_capacity = hw.host.memory_bytes;
   est.micro_batches = schedule::micro_batches(s);
 
@@ -530,6 +523,12 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
       std::max(1.0, static_cast<double>(p.tp) * p.cp * p.dp * dies / (static_cast<double>(p.ep) * p.etp));
   const int zero = s.training.zero;
   const int nd_model = model::dense_layers(m);
+  // Logits of the vocab shard for the loss, main head and each MTP head, on the head rank: a
+  // fused or vocab-parallel cross-entropy holds them in FP32 (4 B per logit). The eager loss
+  // (`training.loss: eager`; torchtitan: cross_entropy(pred.float(), labels)) peaks in its
+  // backward at 12 B: the saved FP32 log-probabilities, nll's FP32 gradient and log_softmax's
+  // FP32 input gradient (in forward 10 B: BF16 logits, their FP32 copy and the log-probabilities).
+  const double logits = (1 + m.mtp_depth) * T * m.vocab / p.tp * (s.training.eager_loss ? 3 * kFp32Bytes : kFp32Bytes);
 
   const auto layout = schedule::rank_chunks(m, s);
   const auto& ranks = *layout;
@@ -596,7 +595,7 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
       // the logits adds to the peak.
       double ws = std::max(rank_has_dense_layer ? in.dense_extra : 0.0,
                            rank_has_moe_layer ? in.moe_extra : 0.0);
-      if (st.head) ws = std::max(0.0, ws - (1 + m.mtp_depth) * T * m.vocab / p.tp * logit_bytes);
+      if (st.head) ws = std::max(0.0, ws - logits);
       st.activations += ws;
       if (detail) add_part(st.activation_parts, "recompute_working_set", ws);
     }
@@ -623,13 +622,7 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
     };
     buffer("gemm_workspace", kGemmWorkspaceBytes);
     if (rank_has_moe_layer) buffer("ep_dispatch", in.dispatch_buffer);
-    // Logits of the vocab shard for the loss, main head and each MTP head: a fused or
-    // vocab-parallel cross-entropy holds them in FP32 (4 B per logit). The eager loss
-    // (`training.loss: eager`; torchtitan: cross_entropy(pred.float(), labels)) peaks in its
-    // backward at 12 B: the saved FP32 log-probabilities, nll's FP32 gradient and
-    // log_softmax's FP32 input gradient (in forward 10 B: BF16 logits, their FP32 copy and
-    // the log-probabilities).
-    if (st.head) buffer("logits", (1 + m.mtp_depth) * T * m.vocab / p.tp * logit_bytes);
+    if (st.head) buffer("logits", logits);
     if (p.pp > 1) buffer("pp_p2p", 2 * Tr * h * kBf16Bytes);  // activation + gradient
     if (Tr < T) buffer("sp_gather", T * h * kBf16Bytes);      // gathered GEMM input
     if (zero >= 3) {

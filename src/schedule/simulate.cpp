@@ -1,8 +1,8 @@
 #include "schedule/simulate.hpp"
 
 #include <algorithm>
-#include <string>
 #include <deque>
+#include <string>
 #include <tuple>
 
 namespace paraplan::schedule {

@@ -583,7 +583,7 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
   base.parallel.embedding_in_split = sp.embedding_in_split;
   base.parallel.loss_in_split = sp.loss_in_split;
   base.training.eager_elementwise = sp.eager_elementwise;
-  base.training.eager_loss = sp.eager_loss < 0 ? sp.eager_elementwise : sp.eager_loss == 1;
+  base.training.eager_loss = sp.loss_eager();
 
   for (int n : nodes) {
     const int devices = n * dpn;
@@ -670,7 +670,6 @@ std::vector<std::size_t> pareto_front(const std::vector<Point>& pts) {
   }
   return front;
 }
-
 
 }  // namespace
 

@@ -28,10 +28,10 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
                        const MemoryEstimate& memory, const StrategyComm& comm, bool detail = true,
                        bool simulate = false);
 
-/// What the schedule simulation of `s` runs: per rank its chunks' per-micro-batch times.
 /// The worst stage's memory as the estimate reports it (zeros without stages).
 MemoryBreakdown worst_memory(const MemoryEstimate& m);
 
+/// What the schedule simulation of `s` runs: per rank its chunks' per-micro-batch times.
 schedule::Pipeline pipeline_of(const ModelSpec& m, const Strategy& s, const LayerCosts& c, const StrategyComm& comm);
 
 }  // namespace paraplan::search
