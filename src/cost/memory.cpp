@@ -459,12 +459,12 @@ ParamCount chunk_params(const MemoryInputs& in, const ModelSpec& m, const schedu
   pc.expert = moe * in.moe_layer_expert;
   if (c.embedding) {
     // Vocab-parallel embedding; learned positions are not split.
-    pc.dense += in.vocab_shard_params + in.positions;
+    pc.bf16_only += in.vocab_shard_params + in.positions;
   }
   if (c.head) {
-    pc.dense += in.final_norm;                                  // final norm
-    if (!m.tied_embeddings) pc.dense += in.vocab_shard_params;  // output head
-    if (embedding_copy) pc.dense += in.vocab_shard_params;
+    pc.bf16_only += in.final_norm;                                  // final norm
+    if (!m.tied_embeddings) pc.bf16_only += in.vocab_shard_params;  // output head
+    if (embedding_copy) pc.bf16_only += in.vocab_shard_params;
     if (m.mtp_depth > 0) {
       // One transformer block per depth; embedding and head are shared with the main model.
       const bool moe_block = m.moe.has_value();
@@ -472,6 +472,7 @@ ParamCount chunk_params(const MemoryInputs& in, const ModelSpec& m, const schedu
       if (moe_block) pc.expert += m.mtp_depth * in.moe_layer_expert;
     }
   }
+  pc.dense += pc.bf16_only;
   return pc;
 }
 
@@ -512,7 +513,9 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
   est.micro_batches = schedule::micro_batches(s);
 
   // BF16 weights, and their FP8 copies under FP8 training; FP8 only with low-precision
-  // storage (the FP32 master lives with the optimizer).
+  // storage (the FP32 master lives with the optimizer). The embedding, the output head and
+  // the final norm stay BF16 either way: they run no FP8 GEMM (the op graph's lm_head is
+  // BF16; DeepSeek-V3 sec. 3.3.1, Megatron-Core's output layer and torchao's Float8 skip it).
   const bool fp8_weights = s.training.precision == Precision::Fp8;
   const double weight_bytes = fp8_weights && s.training.fp8_storage ? 1.0 : kBf16Bytes + (fp8_weights ? 1.0 : 0.0);
   const double grad_bytes = s.training.bf16_grads ? kBf16Bytes : kFp32Bytes;
@@ -544,6 +547,7 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
     // Parameters and one activation set (one micro-batch) per chunk.
     std::vector<MemoryPart> per_set;  // summed over the rank's chunks (detail only)
     double per_set_sum = 0;
+    double bf16_only = 0;  // of st.dense_params: no FP8 copy
     bool rank_has_moe_layer = false, rank_has_dense_layer = false;
     for (const schedule::Chunk& c : chunks) {
       const bool embedding_copy =
@@ -551,6 +555,7 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
       const ParamCount pc = chunk_params(in, m, c, embedding_copy);
       st.dense_params += pc.dense;
       st.expert_params += pc.expert;
+      bf16_only += pc.bf16_only;
       const int nd = std::max(0, std::min(c.first_layer + c.layers, nd_model) - c.first_layer);
       const int nm = c.layers - nd;
       st.dense_layers += nd;
@@ -606,7 +611,8 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
       return st.dense_params * dense_b / (zero >= stage_needed ? dense_shard : 1.0) +
              st.expert_params * expert_b / (zero >= stage_needed ? expert_shard : 1.0);
     };
-    st.weights = shard(3, weight_bytes, weight_bytes);
+    st.weights = shard(3, weight_bytes, weight_bytes) +
+                 bf16_only * (kBf16Bytes - weight_bytes) / (zero >= 3 ? dense_shard : 1.0);
     st.gradients = shard(2, grad_bytes, grad_bytes);
     st.optimizer_states = shard(1, opt_bytes, opt_bytes);
     if (s.training.optimizer_offload) {

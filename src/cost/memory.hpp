@@ -54,6 +54,9 @@ double optimizer_bytes_per_param(Optimizer o);
 struct ParamCount {
   double dense = 0;
   double expert = 0;
+  /// Of `dense`: the vocabulary embedding, learned positions, output head and final norm,
+  /// which never run in an FP8 GEMM and so carry no FP8 weight copy.
+  double bf16_only = 0;
 };
 
 /// Parameters of one chunk on one device. `embedding_copy`: the rank holds the head but not

@@ -490,6 +490,29 @@ TEST_SUITE("cost.memory") {
     p.hardware.device.memory_bytes = worst(e).total * 0.99;
     CHECK_FALSE(estimate_memory(p).feasible);
   }
+  TEST_CASE("FP8 weights: an FP8 copy beside each BF16 layer weight, none for embedding, positions and head") {
+    // GPT-3 175B at TP8 PP8 on H100 in FP8 (Transformer Engine keeps a 1-byte copy of each
+    // linear weight it casts; Megatron-Core's embedding and output layer are not TE FP8
+    // modules, and the op graph runs lm_head in BF16). Per TP rank per layer as in the test
+    // above, 12h^2/8 + 7h/8 + 6h, at 2 + 1 B; the embedding shard V/8 x h, the 2048 x h learned
+    // positions, the head's copy of the embedding and the final norm (2h) at 2 B only.
+    const double H = 12288;
+    const double per_layer = 12 * H * H / 8 + 7 * H / 8 + 6 * H;
+    Plan p = make_plan("gpt3-175b", "h100-sxm-ib", 8, 8, 4, 1, 64);
+    p.strategy.training.precision = Precision::Fp8;
+    MemoryEstimate e = estimate_memory(p);
+    REQUIRE(e.stages.size() == 8);
+    CHECK(e.stages[3].weights == doctest::Approx(3 * 12 * per_layer).epsilon(1e-12));
+    CHECK(e.stages[0].weights ==
+          doctest::Approx(3 * 12 * per_layer + 2 * (50257.0 / 8 * H + 2048 * H)).epsilon(1e-12));
+    CHECK(e.stages[7].weights ==
+          doctest::Approx(3 * 12 * per_layer + 2 * (2 * H + 50257.0 / 8 * H)).epsilon(1e-12));
+    // ZeRO-3 shards both kinds over DP = 4.
+    p.strategy.training.zero = 3;
+    CHECK(estimate_memory(p).stages[0].weights ==
+          doctest::Approx((3 * 12 * per_layer + 2 * (50257.0 / 8 * H + 2048 * H)) / 4).epsilon(1e-12));
+  }
+
   TEST_CASE("FP8: GEMM inputs kept for the weight gradient are the 1-byte FP8 copies") {
     // Llama 3 70B at TP8 + SP on H100, s 8192, b 1: T = 8192 tokens, Tr = T / 8, h 8192,
     // f / t = 28672 / 8, a' = 64 / 8 heads of d 128. FP8 stores the QKV and fc1 inputs (the
