@@ -31,8 +31,6 @@ fi
 
 jobs=$(nproc 2>/dev/null || echo 2)
 
-# A consumer without CMake: compile the library example with `pkg-config --cflags --libs
-# paraplan` against an install prefix, then run it ($3 = --static for the static library).
 # The installed library as a consumer sees it: install BUILD_DIR, build tests/consumer
 # against it with find_package, run the C++ and the C consumer.
 consumer_find_package() {
@@ -46,6 +44,8 @@ consumer_find_package() {
   LD_LIBRARY_PATH="$prefix/lib:$prefix/lib64" "./$build/consumer/consumer_c" >/dev/null
   echo "consumer: find_package(paraplan) $label passed"
 }
+# A consumer without CMake: compile the library example with `pkg-config --cflags --libs
+# paraplan` against an install prefix, then run it ($3 = --static for the static library).
 consumer_pkg_config() {
   local prefix=$1 out=$2 static=${3:-}
   local pcdir

@@ -212,7 +212,9 @@ struct CalibrationSpec {
   [[nodiscard]] bool empty() const {
     if (fp8_gemm != 1) return false;
     for (const auto& c : compute) {
-      if (c[0] != 1 || c[1] != 1 || c[2] != 1) return false;
+      for (double v : c) {
+        if (v != 1) return false;
+      }
     }
     return true;
   }

@@ -60,6 +60,9 @@ bool phase_ok(const std::string& want, const std::string& have) { return want ==
 
 bool known_phase(const std::string& p) { return p == "forward" || p == "backward" || p == "weight_grad" || p == "any"; }
 
+// The layer pass a profile row's time belongs to: weight-gradient rows are backward time.
+std::string row_pass(const std::string& phase) { return phase == "weight_grad" ? "backward" : phase; }
+
 Profile read_csv_profile(const std::string& path, const std::string& text) {
   Profile p;
   p.file = path;
@@ -500,7 +503,7 @@ ProfileFit calibrate_profile(const Profile& profile, const ProfileMap& map, cons
     Row total;
     total.c.assign(static_cast<std::size_t>(unknowns), 0.0);
     for (const Row& r : rows) {
-      if (r.phase != pass && !(r.phase == "weight_grad" && std::string(pass) == "backward")) continue;
+      if (row_pass(r.phase) != pass) continue;
       total.y += r.y;
       total.fixed += r.fixed;
       for (int u = 0; u < unknowns; ++u) total.c[static_cast<std::size_t>(u)] += r.c[static_cast<std::size_t>(u)];
@@ -586,7 +589,7 @@ ProfileFit calibrate_profile(const Profile& profile, const ProfileMap& map, cons
       fit.measured_total_s += r.y;
     } else if (r.phase == "forward") {
       fit.measured_forward_s += r.y;
-    } else if (r.phase == "backward" || r.phase == "weight_grad") {
+    } else if (row_pass(r.phase) == "backward") {
       fit.measured_backward_s += r.y;
     }
   }

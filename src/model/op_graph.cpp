@@ -44,17 +44,22 @@ namespace {
 constexpr double kAct = 2.0;    // bytes per BF16 activation element
 constexpr double kFp32 = 4.0;
 
+// A GEMM's FLOP and operand bytes from its shape.
+void set_gemm_n(Op& op, double n) {
+  op.n = n;
+  op.flops = 2.0 * op.m * n * op.k * op.groups;
+  op.bytes = (op.m * op.k + op.k * n + op.m * n) * kAct * op.groups;
+}
+
 Op gemm(std::string name, Module module, double m, double n, double k, int groups = 1) {
   Op op;
   op.name = std::move(name);
   op.kind = groups > 1 ? OpKind::GroupedGemm : OpKind::Gemm;
   op.module = module;
   op.m = m;
-  op.n = n;
   op.k = k;
   op.groups = groups;
-  op.flops = 2.0 * m * n * k * groups;
-  op.bytes = (m * k + k * n + m * n) * kAct * groups;
+  set_gemm_n(op, n);
   op.low_precision = true;
   return op;
 }
@@ -368,9 +373,7 @@ void add_op_policy_recompute(std::vector<Op>& ops) {
     if (n <= 0) continue;
     Op r = f;
     r.phase = Phase::Recompute;
-    r.n = n;
-    r.flops = 2.0 * f.m * n * f.k * f.groups;
-    r.bytes = (f.m * f.k + f.k * n + f.m * n) * kAct * f.groups;
+    set_gemm_n(r, n);
     r.unfused_n = {};
     ops.push_back(r);
   }
