@@ -204,13 +204,20 @@ struct CalibrationSpec {
   /// Time multiplier of FP8 GEMM and grouped-GEMM kernels on top of `compute` (the achieved
   /// FP8 GEMM fraction, fitted by `calibrate runs --knobs fp8_gemm`); 1 = none.
   double fp8_gemm = 1;
+  /// Time multiplier of BF16 / FP16 GEMM and grouped-GEMM kernels in a sustained training
+  /// step, against the short-burst measurements the kernel model is anchored on (MAMF): the
+  /// device's clock at its power limit in steady state. FP8 GEMMs take none: `fp8_gemm` holds
+  /// their rate in training.
+  /// Fitted by `calibrate runs --knobs sustained`; not applied to a validation case that
+  /// times a kernel or layer in isolation (`isolated: true`). 1 = none.
+  double sustained = 1;
   static std::array<std::array<double, kCalibrationPasses>, kOpClassCount> ones() {
     std::array<std::array<double, kCalibrationPasses>, kOpClassCount> a{};
     for (auto& c : a) c = {1, 1, 1};
     return a;
   }
   [[nodiscard]] bool empty() const {
-    if (fp8_gemm != 1) return false;
+    if (fp8_gemm != 1 || sustained != 1) return false;
     for (const auto& c : compute) {
       for (double v : c) {
         if (v != 1) return false;
@@ -355,6 +362,10 @@ struct Parallel {
   /// Megatron-LM --account-for-embedding-in-pipeline-split / ...-loss-...: the embedding
   /// (the LM head and loss) count as one layer when the layers are spread.
   bool embedding_in_split = false, loss_in_split = false;
+  /// Megatron-Core --pipeline-model-parallel-layout ("Et|(tt|)*30mL"): every model chunk's
+  /// embedding, transformer layers, MTP layers and loss, spelled out; empty = derived from the
+  /// settings above. Overrides them when set.
+  std::string pipeline_layout;
 };
 
 /// Training settings.
@@ -479,6 +490,7 @@ struct SearchSpace {
   Choice<bool> sp, ep_over_dies, optimizer_offload, activation_offload;
   int first_stage_layers = 0, last_stage_layers = 0;  ///< parallel.decoder_first/last_pipeline_num_layers
   bool embedding_in_split = false, loss_in_split = false;  ///< parallel.account_for_*_in_pipeline_split
+  std::string pipeline_layout;  ///< parallel.pipeline_model_parallel_layout
   bool unfused_attention = false;  ///< training.attention: unfused
   std::string attention_kernel;    ///< training.attention: a named flash kernel (empty = default)
   bool eager_elementwise = false;  ///< training.elementwise: eager

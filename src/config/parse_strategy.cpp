@@ -5,6 +5,7 @@
 #include <string>
 
 #include "config/parse.hpp"
+#include "config/pipeline_layout.hpp"
 #include "config/reader.hpp"
 
 namespace paraplan::config {
@@ -151,6 +152,18 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
     if (auto v = p.count("decoder_last_pipeline_num_layers", Need::Optional, 0, 1 << 20)) sp.last_stage_layers = *v;
     if (auto v = p.boolean("account_for_embedding_in_pipeline_split")) sp.embedding_in_split = *v;
     if (auto v = p.boolean("account_for_loss_in_pipeline_split")) sp.loss_in_split = *v;
+    if (const Node* n = p.get("pipeline_model_parallel_layout")) {
+      if (auto v = ScalarReader(diags).text(*n, "parallel.pipeline_model_parallel_layout")) {
+        std::string error;
+        std::size_t at = 0;
+        if (config::parse_pipeline_layout(*v, error, at).empty()) {
+          diags.error(n->loc, "`parallel.pipeline_model_parallel_layout`: " + error + " at character " +
+                                  std::to_string(at + 1) + " of \"" + *v + "\"");
+        } else {
+          sp.pipeline_layout = *v;
+        }
+      }
+    }
     p.finish();
   }
   choice.read(r, "ep_over_dies", sp.ep_over_dies, boolean);
@@ -272,6 +285,7 @@ Strategy read_strategy(const Node& root, Diags& diags) {
   s.parallel.cp = first_or(sp.cp, 1);
   s.parallel.sp = first_or(sp.sp, false);
   s.parallel.first_stage_layers = sp.first_stage_layers;
+  s.parallel.pipeline_layout = sp.pipeline_layout;
   s.parallel.last_stage_layers = sp.last_stage_layers;
   s.parallel.embedding_in_split = sp.embedding_in_split;
   s.parallel.loss_in_split = sp.loss_in_split;

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "config/pipeline_layout.hpp"
 #include "paraplan/spec.hpp"
 
 namespace paraplan {
@@ -80,7 +81,40 @@ std::vector<RuleViolation> check(const Strategy& s, const HardwareSpec& hw, cons
   if ((s.schedule == Schedule::DualPipe) && p.pp % 2 != 0) {
     fail("dualpipe_pp", "parallel.pp", "DualPipe needs an even pp, got " + str(p.pp));
   }
-  {
+  if (!p.pipeline_layout.empty()) {
+    // A spelled-out layout: its chunks, in the schedule's count, hold the model exactly.
+    std::string error;
+    std::size_t at = 0;
+    const std::vector<config::LayoutChunk> chunks = config::parse_pipeline_layout(p.pipeline_layout, error, at);
+    const long long want = static_cast<long long>(p.pp) *
+                           (s.schedule == Schedule::Interleaved ? p.vpp : s.schedule == Schedule::DualPipeV ? 2 : 1);
+    int layers = 0, mtp = 0, embedding = 0, loss = 0;
+    bool layer_after_mtp = false;
+    for (const config::LayoutChunk& c : chunks) {
+      layer_after_mtp = layer_after_mtp || (mtp > 0 && c.layers > 0);
+      layers += c.layers;
+      mtp += c.mtp;
+      embedding += c.embedding;
+      loss += c.loss;
+    }
+    const std::string what = "pipeline_model_parallel_layout \"" + p.pipeline_layout + "\" ";
+    if (static_cast<long long>(chunks.size()) != want) {
+      fail("pipeline_layout", "parallel.pipeline_model_parallel_layout",
+           what + "has " + str(static_cast<long long>(chunks.size())) + " chunks; this schedule runs pp" +
+               (s.schedule == Schedule::Interleaved ? " x vpp" : s.schedule == Schedule::DualPipeV ? " x 2" : "") +
+               " = " + str(want));
+    } else if (layers != m.layers || mtp != m.mtp_depth) {
+      fail("pipeline_layout", "parallel.pipeline_model_parallel_layout",
+           what + "places " + str(layers) + " layers and " + str(mtp) + " MTP layers; the model has " +
+               str(m.layers) + " and " + str(m.mtp_depth));
+    } else if (embedding != 1 || chunks.front().embedding != 1 || loss != 1 || chunks.back().loss != 1) {
+      fail("pipeline_layout", "parallel.pipeline_model_parallel_layout",
+           what + "must hold `E` once, in its first chunk, and `L` once, in its last");
+    } else if (layer_after_mtp) {
+      fail("pipeline_layout", "parallel.pipeline_model_parallel_layout",
+           what + "places a transformer layer after an MTP layer");
+    }
+  } else {
     // Chunks that must hold transformer layers: all but the first and the last, which may
     // hold only the embedding and the head (Megatron's account-for-embedding/loss layouts).
     // Fixed first / last chunks take their layers out of the spread.

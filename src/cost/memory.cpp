@@ -464,13 +464,13 @@ ParamCount chunk_params(const MemoryInputs& in, const ModelSpec& m, const schedu
   if (c.head) {
     pc.bf16_only += in.final_norm;                                  // final norm
     if (!m.tied_embeddings) pc.bf16_only += in.vocab_shard_params;  // output head
-    if (embedding_copy) pc.bf16_only += in.vocab_shard_params;
-    if (m.mtp_depth > 0) {
-      // One transformer block per depth; embedding and head are shared with the main model.
-      const bool moe_block = m.moe.has_value();
-      pc.dense += m.mtp_depth * (in.mtp_own + (moe_block ? in.moe_layer_dense : in.dense_layer));
-      if (moe_block) pc.expert += m.mtp_depth * in.moe_layer_expert;
-    }
+  }
+  if (embedding_copy) pc.bf16_only += in.vocab_shard_params;
+  if (c.mtp && m.mtp_depth > 0) {
+    // One transformer block per depth; embedding and head are shared with the main model.
+    const bool moe_block = m.moe.has_value();
+    pc.dense += m.mtp_depth * (in.mtp_own + (moe_block ? in.moe_layer_dense : in.dense_layer));
+    if (moe_block) pc.expert += m.mtp_depth * in.moe_layer_expert;
   }
   pc.dense += pc.bf16_only;
   return pc;
@@ -551,7 +551,7 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
     bool rank_has_moe_layer = false, rank_has_dense_layer = false;
     for (const schedule::Chunk& c : chunks) {
       const bool embedding_copy =
-          c.head && (m.tied_embeddings || m.mtp_depth > 0) && !holds_embedding;
+          ((c.head && m.tied_embeddings) || (c.mtp && m.mtp_depth > 0)) && !holds_embedding;
       const ParamCount pc = chunk_params(in, m, c, embedding_copy);
       st.dense_params += pc.dense;
       st.expert_params += pc.expert;
@@ -570,13 +570,14 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
       rank_has_dense_layer = rank_has_dense_layer || nd > 0;
       rank_has_moe_layer = rank_has_moe_layer || nm > 0;
       if (c.head) {
+        per_set_sum += in.head_act_sum;
+        if (detail) add_parts(per_set, in.head_act, 1);
+      }
+      if (c.mtp && m.mtp_depth > 0) {
         // The MTP block is a transformer layer of the model's kind.
-        per_set_sum += in.head_act_sum + m.mtp_depth * (has_moe ? in.moe_act_sum : in.dense_act_sum);
-        if (detail) {
-          add_parts(per_set, in.head_act, 1);
-          add_parts(per_set, has_moe ? in.moe_act : in.dense_act, m.mtp_depth);
-        }
-        if (m.mtp_depth > 0) (has_moe ? rank_has_moe_layer : rank_has_dense_layer) = true;
+        per_set_sum += m.mtp_depth * (has_moe ? in.moe_act_sum : in.dense_act_sum);
+        if (detail) add_parts(per_set, has_moe ? in.moe_act : in.dense_act, m.mtp_depth);
+        (has_moe ? rank_has_moe_layer : rank_has_dense_layer) = true;
       }
     }
     st.layers = st.dense_layers + st.moe_layers;

@@ -185,14 +185,17 @@ std::string megatron(const Plan& plan) {
   const std::vector<int> counts = chunk_layers(plan);
   const int chunks = static_cast<int>(counts.size());
   const bool even = all_equal(counts, 0, counts.size());
-  if (p.vpp > 1 && s.schedule == Schedule::Interleaved) {
+  if (p.vpp > 1 && s.schedule == Schedule::Interleaved && p.pipeline_layout.empty()) {
     if (even && !explicit_split && !accounted) {
       arg("--num-layers-per-virtual-pipeline-stage " + str(counts.front()));
     } else {
       arg("--num-virtual-stages-per-pipeline-rank " + str(p.vpp));
     }
   }
-  if (explicit_split || accounted) {
+  if (!p.pipeline_layout.empty()) {
+    // Megatron-Core's own layout string, as the strategy spells it (it sets the chunk count).
+    arg("--pipeline-model-parallel-layout \"" + p.pipeline_layout + "\"");
+  } else if (explicit_split || accounted) {
     // Megatron-LM's own options, which paraplan reproduces: pass them on as they are.
     if (p.first_stage_layers > 0)
       arg("--decoder-first-pipeline-num-layers " + str(p.first_stage_layers));

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <string>
 #include <unordered_map>
+
+#include "config/pipeline_layout.hpp"
 
 namespace paraplan::schedule {
 
@@ -47,16 +50,31 @@ std::vector<std::vector<Chunk>> build_rank_chunks(const ModelSpec& m, const Stra
   if (s.schedule == Schedule::Interleaved) chunks = pp * vpp;
   if (s.schedule == Schedule::DualPipeV) chunks = 2 * pp;
   const Parallel& p = s.parallel;
+  std::vector<Chunk> all;
+  std::vector<config::LayoutChunk> spelled;
+  if (!p.pipeline_layout.empty()) {
+    std::string error;
+    std::size_t at = 0;
+    spelled = config::parse_pipeline_layout(p.pipeline_layout, error, at);
+    if (static_cast<int>(spelled.size()) != chunks) spelled.clear();  // not checked by the rules: spread
+  }
   const std::vector<int> counts = chunk_layer_counts(m.layers, chunks, p.first_stage_layers, p.last_stage_layers,
                                                      p.embedding_in_split, p.loss_in_split);
-  std::vector<Chunk> all;
   int first = 0;
   for (int c = 0; c < chunks; ++c) {
     Chunk ch;
     ch.first_layer = first;
-    ch.layers = counts[static_cast<std::size_t>(c)];
-    ch.embedding = c == 0;
-    ch.head = c == chunks - 1;
+    if (!spelled.empty()) {
+      const config::LayoutChunk& l = spelled[static_cast<std::size_t>(c)];
+      ch.layers = l.layers;
+      ch.embedding = l.embedding > 0;
+      ch.head = l.loss > 0;
+      ch.mtp = l.mtp > 0;
+    } else {
+      ch.layers = counts[static_cast<std::size_t>(c)];
+      ch.embedding = c == 0;
+      ch.head = ch.mtp = c == chunks - 1;
+    }
     first += ch.layers;
     all.push_back(ch);
   }
@@ -89,17 +107,18 @@ std::vector<std::vector<Chunk>> build_rank_chunks(const ModelSpec& m, const Stra
 std::shared_ptr<const std::vector<std::vector<Chunk>>> rank_chunks(const ModelSpec& m, const Strategy& s) {
   const Parallel& p = s.parallel;
   const int vpp = s.schedule == Schedule::Interleaved ? p.vpp : 1;
-  const std::array<long long, 8> key = {m.layers, p.pp, vpp, static_cast<long long>(s.schedule), p.first_stage_layers,
-                                        p.last_stage_layers, p.embedding_in_split ? 1 : 0, p.loss_in_split ? 1 : 0};
+  const std::array<long long, 9> key = {m.layers, p.pp, vpp, static_cast<long long>(s.schedule), p.first_stage_layers,
+                                        p.last_stage_layers, p.embedding_in_split ? 1 : 0, p.loss_in_split ? 1 : 0,
+                                        p.pipeline_layout.empty() ? 0 : static_cast<long long>(std::hash<std::string>{}(p.pipeline_layout))};
   struct Hash {
-    std::size_t operator()(const std::array<long long, 8>& k) const noexcept {
+    std::size_t operator()(const std::array<long long, 9>& k) const noexcept {
       std::size_t h = 1469598103934665603ull;
       for (long long v : k) h = (h ^ static_cast<std::size_t>(v)) * 1099511628211ull;
       return h;
     }
   };
   using Layout = std::shared_ptr<const std::vector<std::vector<Chunk>>>;
-  thread_local std::unordered_map<std::array<long long, 8>, Layout, Hash> memo;
+  thread_local std::unordered_map<std::array<long long, 9>, Layout, Hash> memo;
   auto it = memo.find(key);
   if (it == memo.end()) {
     if (memo.size() >= 64) memo.clear();  // bounded: a long-lived thread meets many models

@@ -16,7 +16,8 @@ struct Chunk {
   int first_layer = 0;     ///< index of its first transformer layer
   int layers = 0;          ///< transformer layers in it
   bool embedding = false;  ///< holds the input embedding (the first chunk)
-  bool head = false;       ///< holds final norm, LM head, loss and MTP (the last chunk)
+  bool head = false;       ///< holds final norm, LM head and loss (the last chunk)
+  bool mtp = false;        ///< holds the MTP layers (with the head unless a layout says otherwise)
 };
 
 /// Layers per chunk in model order: L layers over V chunks as evenly as possible; the
@@ -29,7 +30,9 @@ struct Chunk {
 std::vector<int> chunk_layer_counts(int layers, int chunks, int first = 0, int last = 0,
                                     bool embedding = false, bool loss = false);
 
-/// The chunks each pipeline rank holds. 1F1B / zero-bubble: chunk r. Interleaved: chunks
+/// The chunks each pipeline rank holds. A `parallel.pipeline_model_parallel_layout` gives
+/// every chunk's contents (the rules have checked it against the model and the schedule);
+/// otherwise chunk_layer_counts spreads the layers. 1F1B / zero-bubble: chunk r. Interleaved: chunks
 /// r, r + pp, ... (Megatron). DualPipe: stages r and pp - 1 - r (two copies of the model).
 /// DualPipeV: chunks r and 2 pp - 1 - r of 2 pp (one copy).
 /// Memoized per thread by what the layout depends on (layers, pp, vpp, schedule, first /

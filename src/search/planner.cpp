@@ -579,6 +579,7 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
   base.training.unfused_attention = sp.unfused_attention;
   base.training.attention_kernel = sp.attention_kernel;
   base.parallel.first_stage_layers = sp.first_stage_layers;
+  base.parallel.pipeline_layout = sp.pipeline_layout;
   base.parallel.last_stage_layers = sp.last_stage_layers;
   base.parallel.embedding_in_split = sp.embedding_in_split;
   base.parallel.loss_in_split = sp.loss_in_split;

@@ -142,10 +142,8 @@ Ranks rank_times(const ModelSpec& m, const Strategy& s, const LayerCosts& c, boo
       t.add(dense, nd);
       t.add(moe, ch.layers - nd);
       if (ch.embedding) t.add(emb, 1);
-      if (ch.head) {
-        t.add(head, 1);
-        t.add(mtp, m.mtp_depth);
-      }
+      if (ch.head) t.add(head, 1);
+      if (ch.mtp) t.add(mtp, m.mtp_depth);
       if (chunks_too) times.push_back(t);
       r.add(t);
     }

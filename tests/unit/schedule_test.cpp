@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include "paraplan/config.hpp"
 #include "paraplan/planner.hpp"
 #include "paraplan/report.hpp"
+#include "config/pipeline_layout.hpp"
 #include "schedule/layout.hpp"
 #include "schedule/simulate.hpp"
 #include "search/layer_costs.hpp"
@@ -253,5 +255,127 @@ TEST_SUITE("cli.exit_codes") {
     CHECK(text.find("the closest") != std::string::npos);
     CHECK(text.find("over by") != std::string::npos);
     CHECK(text.find("fits with") != std::string::npos);
+  }
+}
+
+TEST_SUITE("schedule.pipeline_layout") {
+  using paraplan::config::LayoutChunk;
+  using paraplan::config::parse_pipeline_layout;
+
+  std::vector<LayoutChunk> parse_ok(const std::string& text) {
+    std::string error;
+    std::size_t at = 0;
+    std::vector<LayoutChunk> c = parse_pipeline_layout(text, error, at);
+    CHECK(error.empty());
+    return c;
+  }
+
+  TEST_CASE("Megatron-Bridge 25.09's DeepSeek-V3 H100 layout and Megatron-LM's documented example") {
+    // NVIDIA-NeMo/Megatron-Bridge@fa0315ae2 scripts/performance/run_script.py: "Et|(tt|)*30mL"
+    // = [E t] + 30 x [t t] + [m L]: 32 chunks, 1 + 60 = 61 layers.
+    const std::vector<LayoutChunk> b = parse_ok("Et|(tt|)*30mL");
+    REQUIRE(b.size() == 32);
+    CHECK(b[0].embedding == 1);
+    CHECK(b[0].layers == 1);
+    for (int c = 1; c <= 30; ++c) CHECK(b[static_cast<std::size_t>(c)].layers == 2);
+    CHECK(b[31].layers == 0);
+    CHECK(b[31].mtp == 1);
+    CHECK(b[31].loss == 1);
+    // Megatron-LM docs/user-guide/features/pipeline_parallel_layout.md: "Et*3|(tt|)*29,m|L"
+    // = [E t t t] + 29 x [t t] + [m] + [L] (commas only for reading): 3 + 58 = 61 layers.
+    const std::vector<LayoutChunk> d = parse_ok("Et*3|(tt|)*29,m|L");
+    REQUIRE(d.size() == 32);
+    CHECK(d[0].layers == 3);
+    CHECK(d[29].layers == 2);
+    CHECK(d[30].mtp == 1);
+    CHECK(d[30].loss == 0);
+    CHECK(d[31].loss == 1);
+    CHECK(d[31].layers == 0);
+    // Empty chunks are allowed (the same document: "E||t|L").
+    CHECK(parse_ok("E||t|L").size() == 4);
+  }
+
+  TEST_CASE("a malformed layout names what is wrong and where") {
+    auto error_of = [](const std::string& text, std::size_t& at) {
+      std::string error;
+      CHECK(parse_pipeline_layout(text, error, at).empty());
+      return error;
+    };
+    std::size_t at = 0;
+    CHECK(error_of("Et|tx|L", at).find("unknown symbol `x`") != std::string::npos);
+    CHECK(at == 4);
+    CHECK(error_of("E(tt|*2L", at).find("never closed") != std::string::npos);
+    CHECK(error_of("Et*|L", at).find("followed by a count") != std::string::npos);
+    CHECK(at == 2);
+    CHECK(error_of("Et)|L", at).find("without `(`") != std::string::npos);
+    CHECK(error_of("(t)*99999999", at).find("too large") != std::string::npos);
+  }
+
+  TEST_CASE("an interleaved strategy with a layout: each rank's chunks hold what the layout says") {
+    // DeepSeek-V3 (61 layers, one MTP layer) TP2 PP8 VPP4: chunk c runs on rank c % 8.
+    Plan p = load_plan("deepseek-v3-h800");
+    Strategy& s = p.strategy;
+    s.schedule = Schedule::Interleaved;
+    s.parallel.pp = 8;
+    s.parallel.vpp = 4;
+    s.parallel.pipeline_layout = "Et|(tt|)*30mL";
+    const auto ranks = schedule::rank_chunks(p.model, s);
+    REQUIRE(ranks->size() == 8);
+    const auto& r0 = (*ranks)[0];  // chunks 0, 8, 16, 24
+    REQUIRE(r0.size() == 4);
+    CHECK(r0[0].embedding);
+    CHECK(r0[0].layers == 1);
+    CHECK(r0[1].first_layer == 1 + 7 * 2);  // chunk 8: after chunk 0's 1 and chunks 1-7's 2 each
+    const auto& r7 = (*ranks)[7];  // chunks 7, 15, 23, 31
+    CHECK(r7[2].layers == 2);
+    CHECK(r7[3].layers == 0);
+    CHECK(r7[3].head);
+    CHECK(r7[3].mtp);
+    int layers = 0;
+    for (const auto& r : *ranks) {
+      for (const auto& c : r) layers += c.layers;
+    }
+    CHECK(layers == 61);
+
+    // MTP and loss on different chunks (Megatron's example at PP16 VPP2): the MTP layer runs
+    // on rank 14 (chunk 30), the head on rank 15 (chunk 31), whose chunk has no MTP block.
+    s.parallel.pp = 16;
+    s.parallel.vpp = 2;
+    s.parallel.dp = 128;  // 16 x 128 = 2048 H800
+    s.parallel.pipeline_layout = "Et*3|(tt|)*29,m|L";
+    REQUIRE(check_rules(s, p.hardware, p.model).empty());
+    const auto split = schedule::rank_chunks(p.model, s);
+    CHECK((*split)[14][1].mtp);
+    CHECK_FALSE((*split)[14][1].head);
+    CHECK((*split)[15][1].head);
+    CHECK_FALSE((*split)[15][1].mtp);
+    const Estimate e = Planner(p.hardware, p.model).evaluate(s);
+    CHECK(std::isfinite(e.step_time_s));
+    CHECK(e.step_time_s > 0);
+  }
+
+  TEST_CASE("rules: the layout must hold the model in the schedule's chunk count") {
+    Plan p = load_plan("deepseek-v3-h800");
+    Strategy s = p.strategy;
+    s.schedule = Schedule::Interleaved;
+    s.parallel.pp = 8;
+    s.parallel.vpp = 4;
+    s.parallel.dp = 256;
+    auto rules = [&](const std::string& layout) {
+      s.parallel.pipeline_layout = layout;
+      std::vector<std::string> out;
+      for (const RuleViolation& v : check_rules(s, p.hardware, p.model)) out.push_back(v.rule);
+      return out;
+    };
+    CHECK(rules("Et|(tt|)*30mL").empty());
+    CHECK(rules("Et|(tt|)*29mL") == std::vector<std::string>{"pipeline_layout"});   // 31 chunks
+    CHECK(rules("Ett|(tt|)*30mL") == std::vector<std::string>{"pipeline_layout"});  // 62 layers
+    CHECK(rules("t|(tt|)*30EmL") == std::vector<std::string>{"pipeline_layout"});   // E last
+    CHECK(rules("Et|(tt|)*29tm|tL") == std::vector<std::string>{"pipeline_layout"});  // layer after m
+    s.parallel.pipeline_layout = "Et|(tt|)*29mL";
+    const std::vector<RuleViolation> v = check_rules(s, p.hardware, p.model);
+    REQUIRE(v.size() == 1);
+    CHECK(v[0].message.find("has 31 chunks") != std::string::npos);
+    CHECK(v[0].message.find("= 32") != std::string::npos);
   }
 }
