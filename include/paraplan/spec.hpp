@@ -461,7 +461,7 @@ struct RuleViolation {
 /// Checks a strategy against its hardware and model; empty when valid.
 /// Rules: world, heads_tp, kv_heads_tp, experts_ep, ep_world, layers_pp, batch_dp,
 /// vpp_schedule, dualpipe_pp, nodes_cluster, seq_cp, moe_fields, ep_over_dies, sp_tp,
-/// attention_kernel.
+/// attention_kernel, pipeline_layout.
 [[nodiscard]] PARAPLAN_EXPORT std::vector<RuleViolation> check_rules(const Strategy& s, const HardwareSpec& hw,
                                                      const ModelSpec& m);
 /// The first rule `s` breaks, in check_rules' order, without building its message (the

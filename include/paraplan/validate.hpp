@@ -41,6 +41,9 @@ struct ValidationCase {
   std::string source;       ///< paper and table, or repository and file
   std::vector<std::string> assumptions;  ///< what the source does not state and the case assumes
   bool calibration = false; ///< the hardware file takes a number from this same measurement
+  /// The measurement times a kernel or layer in isolation (a benchmark of seconds), not a
+  /// sustained training run: the hardware's `calibration.sustained` is not applied.
+  bool isolated = false;
   Metric metric = Metric::StepTime;
   double measured = 0;      ///< in the metric's unit
   std::string definition;   ///< how the source defines its figure

@@ -20,6 +20,7 @@ struct KnobSpec {
 constexpr KnobSpec kKnobs[] = {
     {"gemm", "GEMM and grouped-GEMM kernel time (1 / the achieved GEMM fraction)"},
     {"fp8_gemm", "FP8 GEMM and grouped-GEMM kernel time (1 / the achieved FP8 GEMM fraction)"},
+    {"sustained", "BF16 GEMM and grouped-GEMM kernel time in a sustained training step (against the short-burst measurements the kernel model is anchored on)"},
     {"attention", "attention kernel time"},
     {"memory", "memory-bound kernel time (norms, elementwise, casts, permutes, copies)"},
     {"communication", "collective and dispatch transfer time on every tier"},
@@ -41,6 +42,8 @@ void apply(HardwareSpec& hw, const std::string& knob, double x) {
     }
   } else if (knob == "fp8_gemm") {
     hw.calibration.fp8_gemm *= x;
+  } else if (knob == "sustained") {
+    hw.calibration.sustained *= x;
   } else if (knob == "attention") {
     for (double& v : c[2]) v *= x;
   } else if (knob == "memory") {
@@ -234,6 +237,7 @@ std::string runs_overlay_yaml(const RunsFit& fit, const HardwareSpec& base_hw, c
   }
   y << "calibration:\n  source: \"" << command << " (" << date << ")\"\n";
   if (hw.calibration.fp8_gemm != 1) y << "  fp8_gemm: " << fmt("%.6g", hw.calibration.fp8_gemm) << "\n";
+  if (hw.calibration.sustained != 1) y << "  sustained: " << fmt("%.6g", hw.calibration.sustained) << "\n";
   y << "  compute:\n";
   for (int c = 0; c < kOpClassCount; ++c) {
     const auto& v = hw.calibration.compute[static_cast<std::size_t>(c)];

@@ -996,14 +996,15 @@ int main(int argc, char** argv) {
       "runs", "Measured end-to-end runs (validation case files) -> a few global knobs, with leave-one-out error");
   cal_runs->add_option("cases", cal.files, "Case files or folders of them (validation/ schema, docs/validation.md)")
       ->required();
-  cal_runs->add_option("--knobs", cal.knobs, "Comma-separated, at most one per 3 runs: gemm, fp8_gemm, attention,\n"
-                                             "memory, communication, host")
+  cal_runs->add_option("--knobs", cal.knobs, "Comma-separated, at most one per 3 runs: gemm, fp8_gemm, sustained,\n"
+                                             "attention, memory, communication, host")
       ->delimiter(',')
       ->required();
   output_options(cal_runs, "Write a hardware file that extends the runs' hardware with the knobs");
   cal_runs->footer(
       "Each knob multiplies one mechanism's time in the model (gemm: GEMM and grouped-GEMM kernels;\n"
-      "fp8_gemm: the same, FP8 ones only;\n"
+      "fp8_gemm: the same, FP8 ones only; sustained: BF16 GEMM kernels in a training step,\n"
+      "not in an `isolated: true` case;\n"
       "attention; memory: memory-bound kernels; communication: every tier's transfers; host: launch\n"
       "and host issue time). The fit minimises the squared log error over the runs; each run is also\n"
       "predicted by a fit to the others, and that leave-one-out error is the one to quote.\n"

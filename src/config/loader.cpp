@@ -726,6 +726,7 @@ ValidationCase read_case(const Node& root, const std::shared_ptr<const Source>& 
   if (c.source.empty()) r.get("source", Need::Required);
   c.assumptions = r.text_list("assumptions");
   if (auto v = r.boolean("calibration")) c.calibration = *v;
+  if (auto v = r.boolean("isolated")) c.isolated = *v;
   if (auto v = r.number("bound", 0.0, 1000.0, Need::Required)) c.bound_pct = *v;
   {
     const Node* m = r.get("measured", Need::Required);

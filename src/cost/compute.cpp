@@ -55,6 +55,7 @@ ComputeModel make_compute_model(const HardwareSpec& hw, Precision precision,
   cm.calibration = hw.calibration.compute;
   cm.fp8 = fp8;
   cm.fp8_gemm = fp8 ? hw.calibration.fp8_gemm : 1.0;
+  cm.sustained = hw.calibration.sustained;
   const int die_units = cm.units / cm.dies;
   if (d.gemm_kernel.present()) {
     const GemmKernelSpec& g = d.gemm_kernel;
@@ -179,7 +180,14 @@ OpTime op_time(const ComputeModel& cm, const model::Op& op) {
     // Recomputed forwards run the forward kernels.
     const std::size_t pass = op.phase == model::Phase::WeightGrad ? 2 : op.phase == model::Phase::InputGrad ? 1 : 0;
     double f = cm.calibration[static_cast<std::size_t>(cls)][pass];
-    if (op.low_precision && (op.kind == model::OpKind::Gemm || op.kind == model::OpKind::GroupedGemm)) f *= cm.fp8_gemm;
+    const bool gemm = op.kind == model::OpKind::Gemm || op.kind == model::OpKind::GroupedGemm;
+    // FP8 GEMMs (an FP8 `low` op) take fp8_gemm, BF16 ones the sustained training rate (both 1
+    // unless the hardware was calibrated to training runs).
+    if (gemm && op.low_precision && cm.fp8) {
+      f *= cm.fp8_gemm;
+    } else if (gemm) {
+      f *= cm.sustained;
+    }
     if (f != 1) {
       t.time_s *= f;
       t.achieved /= f;

@@ -41,6 +41,7 @@ struct ComputeModel {
   std::array<std::array<double, kCalibrationPasses>, kOpClassCount> calibration = CalibrationSpec::ones();
   bool fp8 = false;  ///< the strategy's GEMMs run in FP8 on this device (the `low` ops)
   double fp8_gemm = 1;  ///< calibration.fp8_gemm where FP8 GEMMs are in effect
+  double sustained = 1; ///< calibration.sustained: BF16 GEMMs in a training step
 };
 
 /// Builds the model. Without a kernel model, tables missing for a dtype fall back in this

@@ -56,6 +56,13 @@ std::string step_breakdown(const Estimate& e) {
 }  // namespace
 
 CaseResult run_case(const ValidationCase& c) {
+  // A kernel or layer timed in isolation (seconds of load) runs at the short-burst rates the
+  // kernel model is anchored on, not at the sustained training clock.
+  if (c.isolated && c.plan.hardware.calibration.sustained != 1) {
+    ValidationCase burst = c;
+    burst.plan.hardware.calibration.sustained = 1;
+    return run_case(burst);
+  }
   CaseResult r;
   r.name = c.name;
   r.category = c.category;

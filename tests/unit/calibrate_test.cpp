@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -498,28 +499,59 @@ TEST_SUITE("calibrate.runs") {
 }
 
 TEST_SUITE("calibrate.runs") {
-  TEST_CASE("recorded fit: h100-sxm-ib's fp8_gemm is the optimum of its runs (re-fitting gives x 1)") {
-    // hardware/h100-sxm-ib.yaml carries calibration.fp8_gemm from `paraplan calibrate runs
-    // validation/nemo2407-*.yaml --knobs fp8_gemm` against the file without it. Against the
-    // file with it, the same fit must find nothing left to move: x = 1 (a changed model or
-    // case makes this fail until the command is re-run and its figure recorded).
-    std::vector<ValidationCase> nemo;
+  TEST_CASE("recorded fit: h100-sxm-ib's sustained and fp8_gemm are the optimum of their runs (re-fitting gives x 1)") {
+    // hardware/h100-sxm-ib.yaml carries calibration.sustained and calibration.fp8_gemm from
+    // `paraplan calibrate runs validation/nemo2407-*.yaml validation/llmfoundry-mpt-*-s2048-h100.yaml
+    // validation/llmfoundry-mpt-*-s4096-h100.yaml validation/llmfoundry-mpt-*-s8192-h100.yaml
+    // --knobs sustained,fp8_gemm`
+    // against the file without them. Against the file with them the same fit must find
+    // nothing left to move: x = 1 for both (a changed model or case makes this fail until the
+    // command is re-run and its figures recorded).
+    std::vector<ValidationCase> runs;
     for (const auto& e : fs::directory_iterator(fs::path(PARAPLAN_SOURCE_DIR) / "validation")) {
-      if (e.path().filename().string().rfind("nemo2407-", 0) == 0) {
-        for (ValidationCase& c : load_cases(e.path().string())) nemo.push_back(std::move(c));
+      const std::string f = e.path().filename().string();
+      const bool nemo = f.rfind("nemo2407-", 0) == 0;
+      const bool mpt = f.rfind("llmfoundry-mpt-", 0) == 0 && f.find("-h100.yaml") != std::string::npos &&
+                       f.find("s65536") == std::string::npos;
+      if (nemo || mpt) {
+        for (ValidationCase& c : load_cases(e.path().string())) runs.push_back(std::move(c));
       }
     }
-    REQUIRE(nemo.size() == 12);
-    for (const ValidationCase& c : nemo) CHECK(c.calibration);  // declared fitted
-    const RunsFit fit = calibrate_runs(nemo, {"fp8_gemm"});
+    std::sort(runs.begin(), runs.end(), [](const ValidationCase& a, const ValidationCase& b) { return a.name < b.name; });
+    REQUIRE(runs.size() == 23);
+    for (const ValidationCase& c : runs) CHECK(c.calibration);  // declared fitted
+    const RunsFit fit = calibrate_runs(runs, {"sustained", "fp8_gemm"});
     CHECK(fit.values[0] == doctest::Approx(1.0).epsilon(2e-3));
+    CHECK(fit.values[1] == doctest::Approx(1.0).epsilon(2e-3));
     CHECK(fit.mean_loo_pct < 6.0);
-    // The knob touches FP8 GEMMs only: a BF16 run on the same file is unchanged by it.
     const HardwareSpec h100 = load_hardware("h100-sxm-ib");
-    CHECK(h100.calibration.fp8_gemm == doctest::Approx(1.3346));
+    CHECK(h100.calibration.sustained == doctest::Approx(1.2979));
+    CHECK(h100.calibration.fp8_gemm == doctest::Approx(1.3032));
+    // fp8_gemm touches FP8 GEMMs only: a BF16 run on the same file is unchanged by it.
     ValidationCase bf16 = load_cases((fs::path(PARAPLAN_SOURCE_DIR) / "validation/zoo-qwen3-235b-deepep-ep8-fsdp.yaml").string()).front();
     const double with = run_case(bf16).predicted;
     bf16.plan.hardware.calibration.fp8_gemm = 1;
     CHECK(run_case(bf16).predicted == with);
+    // ... and `sustained` moves it (its GEMMs are BF16).
+    bf16.plan.hardware.calibration.sustained = 1;
+    CHECK(run_case(bf16).predicted < with);
+  }
+
+  TEST_CASE("an isolated case runs without the sustained training rate") {
+    // The Megatron-Core MoE-layer rows time one layer for 20 iterations (`isolated: true`):
+    // the hardware's calibration.sustained must not reach them, and must reach the same case
+    // read as a training run.
+    ValidationCase c = load_cases((fs::path(PARAPLAN_SOURCE_DIR) /
+                                   "validation/mcore-moe-layer-mixtral-a2a-bf16-forward.yaml").string()).front();
+    REQUIRE(c.isolated);
+    REQUIRE(c.plan.hardware.calibration.sustained > 1);
+    const double isolated = run_case(c).predicted;
+    ValidationCase burst = c;
+    burst.isolated = false;
+    burst.plan.hardware.calibration.sustained = 1;
+    CHECK(run_case(burst).predicted == isolated);
+    ValidationCase sustained = c;
+    sustained.isolated = false;
+    CHECK(run_case(sustained).predicted > isolated * 1.05);
   }
 }

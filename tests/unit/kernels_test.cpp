@@ -163,6 +163,42 @@ TEST_SUITE("cost.kernels") {
   }
 }
 
+TEST_SUITE("cost.sustained") {
+  TEST_CASE("calibration.sustained multiplies BF16 GEMM time and nothing else") {
+    // By definition (hardware `calibration.sustained`, docs/calibration.md): a BF16 GEMM's
+    // time x s; FP8 GEMMs (fp8_gemm's), attention and memory-bound kernels unchanged.
+    Plan p = load_plan("deepseek-v3-h800");  // FP8 training: lm_head and router stay BF16
+    REQUIRE(p.strategy.training.precision == Precision::Fp8);
+    const ComputeBreakdown base = estimate_compute(p);
+    p.hardware.calibration.sustained = 1.5;
+    const ComputeBreakdown slow = estimate_compute(p);
+    int bf16 = 0, fp8 = 0, other = 0;
+    for (std::size_t i = 0; i < base.layers.size(); ++i) {
+      for (std::size_t j = 0; j < base.layers[i].ops.size(); ++j) {
+        const OpEstimate& a = base.layers[i].ops[j];
+        const OpEstimate& b = slow.layers[i].ops[j];
+        REQUIRE(a.name == b.name);
+        const bool gemm = a.kind == "gemm" || a.kind == "grouped_gemm";
+        const bool bf16_gemm = gemm && (a.name.rfind("lm_head", 0) == 0 || a.name.rfind("router_gate", 0) == 0);
+        const bool fp8_gemm = gemm && a.name.find("experts.") != std::string::npos;
+        if (bf16_gemm) {
+          CHECK(b.time_s == doctest::Approx(1.5 * a.time_s));
+          ++bf16;
+        } else if (fp8_gemm) {
+          CHECK(b.time_s == a.time_s);
+          ++fp8;
+        } else if (!gemm) {
+          CHECK(b.time_s == a.time_s);
+          ++other;
+        }
+      }
+    }
+    CHECK(bf16 > 0);
+    CHECK(fp8 > 0);
+    CHECK(other > 0);
+  }
+}
+
 TEST_SUITE("cost.host_issue") {
   TEST_CASE("a MoE forward that waits at a host sync takes at least its kernels x the issue time") {
     // deepseek-v3-h800 (a host sync per MoE forward) with a host that needs 1 ms per kernel:
