@@ -13,7 +13,9 @@ struct Expander {
   std::size_t i = 0;
   std::string error;
   std::size_t error_at = 0;
+  int depth = 0;
   static constexpr std::size_t kMaxSymbols = 1 << 20;  // a layout of a million layers is a typo
+  static constexpr int kMaxDepth = 32;                  // groups nest no deeper (no stack blow-up)
 
   bool fail(const std::string& what, std::size_t at) {
     if (error.empty()) {
@@ -54,7 +56,9 @@ struct Expander {
       }
       if (c == '(') {
         const std::size_t open = i++;
+        if (++depth > kMaxDepth) return fail("groups nested too deeply", open);
         if (!sequence(item, true)) return false;
+        --depth;
         ++i;  // the `)`
         if (item.empty()) return fail("empty group", open);
       } else if (c == 'E' || c == 't' || c == 'm' || c == 'L' || c == '|') {
@@ -74,7 +78,7 @@ struct Expander {
 }  // namespace
 
 std::vector<LayoutChunk> parse_pipeline_layout(const std::string& text, std::string& error, std::size_t& error_at) {
-  Expander x{text, 0, {}, 0};
+  Expander x{text, 0, {}, 0, 0};
   std::string flat;
   error.clear();
   error_at = 0;

@@ -309,6 +309,8 @@ TEST_SUITE("schedule.pipeline_layout") {
     CHECK(at == 2);
     CHECK(error_of("Et)|L", at).find("without `(`") != std::string::npos);
     CHECK(error_of("(t)*99999999", at).find("too large") != std::string::npos);
+    CHECK(error_of("((((t*1000)*1000)*1000)|L)", at).find("too long") != std::string::npos);
+    CHECK(error_of(std::string(100000, '(') + "t", at).find("nested too deeply") != std::string::npos);
   }
 
   TEST_CASE("an interleaved strategy with a layout: each rank's chunks hold what the layout says") {
