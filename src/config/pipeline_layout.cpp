@@ -1,8 +1,17 @@
 #include "config/pipeline_layout.hpp"
 
+#include <algorithm>
 #include <cctype>
 
 namespace paraplan::config {
+
+int model_chunks(const Strategy& s) {
+  const int pp = std::max(1, s.parallel.pp);
+  if (s.schedule == Schedule::Interleaved) return pp * std::max(1, s.parallel.vpp);
+  if (s.schedule == Schedule::DualPipeV) return 2 * pp;
+  return pp;
+}
+
 namespace {
 
 // Recursive descent over the layout grammar:
@@ -24,13 +33,13 @@ struct Expander {
     }
     return false;
   }
-  void skip_commas() {
+  void skip_separators() {
     while (i < s.size() && (s[i] == ',' || s[i] == ' ')) ++i;
   }
   // `*n` after an item (none: 1).
   bool repeat(int& n) {
     n = 1;
-    skip_commas();
+    skip_separators();
     if (i >= s.size() || s[i] != '*') return true;
     const std::size_t at = i++;
     long long v = 0;
@@ -46,7 +55,7 @@ struct Expander {
   }
   bool sequence(std::string& out, bool nested) {
     for (;;) {
-      skip_commas();
+      skip_separators();
       if (i >= s.size()) return nested ? fail("`(` is never closed", s.size()) : true;
       const char c = s[i];
       std::string item;
@@ -98,6 +107,18 @@ std::vector<LayoutChunk> parse_pipeline_layout(const std::string& text, std::str
       case 'L': ++ch.loss; break;
       default: break;
     }
+  }
+  return chunks;
+}
+
+const std::vector<LayoutChunk>& layout_chunks(const std::string& text) {
+  thread_local std::string last;
+  thread_local std::vector<LayoutChunk> chunks;
+  if (text != last || chunks.empty()) {
+    std::string error;
+    std::size_t at = 0;
+    chunks = parse_pipeline_layout(text, error, at);
+    last = text;
   }
   return chunks;
 }

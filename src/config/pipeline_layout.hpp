@@ -9,7 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "paraplan/spec.hpp"
+
 namespace paraplan::config {
+
+/// Model chunks the strategy's schedule runs: pp; interleaved pp x vpp; DualPipeV 2 pp.
+int model_chunks(const Strategy& s);
 
 /// What one model chunk of a layout holds.
 struct LayoutChunk {
@@ -22,5 +27,9 @@ struct LayoutChunk {
 /// The chunks of `text` in model order. On a malformed string returns no chunks and sets
 /// `error` to what is wrong and `error_at` to its 0-based offset in `text`.
 std::vector<LayoutChunk> parse_pipeline_layout(const std::string& text, std::string& error, std::size_t& error_at);
+
+/// The chunks of `text`, parsed once per thread while `text` stays the same (the search
+/// checks one layout against every candidate); empty when malformed.
+const std::vector<LayoutChunk>& layout_chunks(const std::string& text);
 
 }  // namespace paraplan::config

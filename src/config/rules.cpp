@@ -83,11 +83,8 @@ std::vector<RuleViolation> check(const Strategy& s, const HardwareSpec& hw, cons
   }
   if (!p.pipeline_layout.empty()) {
     // A spelled-out layout: its chunks, in the schedule's count, hold the model exactly.
-    std::string error;
-    std::size_t at = 0;
-    const std::vector<config::LayoutChunk> chunks = config::parse_pipeline_layout(p.pipeline_layout, error, at);
-    const long long want = static_cast<long long>(p.pp) *
-                           (s.schedule == Schedule::Interleaved ? p.vpp : s.schedule == Schedule::DualPipeV ? 2 : 1);
+    const std::vector<config::LayoutChunk>& chunks = config::layout_chunks(p.pipeline_layout);
+    const long long want = config::model_chunks(s);
     int layers = 0, mtp = 0, embedding = 0, loss = 0;
     bool layer_after_mtp = false;
     for (const config::LayoutChunk& c : chunks) {

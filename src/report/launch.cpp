@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/parse.hpp"
+#include "config/pipeline_layout.hpp"
 #include "paraplan/interop.hpp"
 #include "schedule/layout.hpp"
 #include "util/strings.hpp"
@@ -47,10 +48,7 @@ int seq_len(const Plan& plan) {
 std::vector<int> chunk_layers(const Plan& plan) {
   const Strategy& s = plan.strategy;
   const Parallel& p = s.parallel;
-  int chunks = std::max(1, p.pp);
-  if (s.schedule == Schedule::Interleaved) chunks *= std::max(1, p.vpp);
-  if (s.schedule == Schedule::DualPipeV) chunks *= 2;
-  return schedule::chunk_layer_counts(plan.model.layers, chunks, p.first_stage_layers,
+  return schedule::chunk_layer_counts(plan.model.layers, config::model_chunks(s), p.first_stage_layers,
                                       p.last_stage_layers, p.embedding_in_split, p.loss_in_split);
 }
 

@@ -45,17 +45,12 @@ namespace {
 
 std::vector<std::vector<Chunk>> build_rank_chunks(const ModelSpec& m, const Strategy& s) {
   const int pp = std::max(1, s.parallel.pp);
-  const int vpp = std::max(1, s.parallel.vpp);
-  int chunks = pp;
-  if (s.schedule == Schedule::Interleaved) chunks = pp * vpp;
-  if (s.schedule == Schedule::DualPipeV) chunks = 2 * pp;
+  const int chunks = config::model_chunks(s);
   const Parallel& p = s.parallel;
   std::vector<Chunk> all;
   std::vector<config::LayoutChunk> spelled;
   if (!p.pipeline_layout.empty()) {
-    std::string error;
-    std::size_t at = 0;
-    spelled = config::parse_pipeline_layout(p.pipeline_layout, error, at);
+    spelled = config::layout_chunks(p.pipeline_layout);
     if (static_cast<int>(spelled.size()) != chunks) spelled.clear();  // not checked by the rules: spread
   }
   const std::vector<int> counts = chunk_layer_counts(m.layers, chunks, p.first_stage_layers, p.last_stage_layers,
