@@ -465,7 +465,7 @@ struct RuleViolation {
 [[nodiscard]] PARAPLAN_EXPORT std::vector<RuleViolation> check_rules(const Strategy& s, const HardwareSpec& hw,
                                                      const ModelSpec& m);
 /// The first rule `s` breaks, in check_rules' order, without building its message (the
-/// search counts rejections by rule); nullptr when it breaks none.
+/// search counts rejections by rule), a string with static storage; nullptr when it breaks none.
 [[nodiscard]] PARAPLAN_EXPORT const char* first_broken_rule(const Strategy& s, const HardwareSpec& hw,
                                                             const ModelSpec& m);
 

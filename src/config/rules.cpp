@@ -19,16 +19,11 @@ int HardwareSpec::devices_per_node() const {
 
 namespace {
 
-// Checks every rule; `first_only`: stops at the first broken one and builds no message (the
-// search only counts the rule). Messages are made by lambdas, called only when kept.
-std::vector<RuleViolation> check(const Strategy& s, const HardwareSpec& hw, const ModelSpec& m, bool first_only) {
-  std::vector<RuleViolation> out;
-  bool stop = false;
-  auto fail_with = [&](const char* rule, const char* key, auto&& message) {
-    if (stop) return;
-    out.push_back(RuleViolation{rule, first_only ? std::string() : message(), key});
-    stop = first_only;
-  };
+// Checks every rule, calling `fail_with(rule, key, message)` for each broken one; `message`
+// is a lambda that builds the words, called only by a caller that keeps them (the search
+// only counts the first rule).
+template <typename FailWith>
+void check(const Strategy& s, const HardwareSpec& hw, const ModelSpec& m, FailWith&& fail_with) {
 #define fail(rule, key, ...) fail_with(rule, key, [&]() -> std::string { return __VA_ARGS__; })
   auto str = [](long long v) { return std::to_string(v); };
   const Parallel& p = s.parallel;
@@ -163,22 +158,25 @@ std::vector<RuleViolation> check(const Strategy& s, const HardwareSpec& hw, cons
                (s.ep_over_dies ? " x " + str(hw.device.dies) + " dies" : std::string()) + ")");
     }
   }
-  return out;
 }
 #undef fail
 
 }  // namespace
 
 std::vector<RuleViolation> check_rules(const Strategy& s, const HardwareSpec& hw, const ModelSpec& m) {
-  return check(s, hw, m, false);
+  std::vector<RuleViolation> out;
+  check(s, hw, m, [&](const char* rule, const char* key, auto&& message) {
+    out.push_back(RuleViolation{rule, message(), key});
+  });
+  return out;
 }
 
 const char* first_broken_rule(const Strategy& s, const HardwareSpec& hw, const ModelSpec& m) {
-  thread_local std::string rule;  // the returned pointer stays valid until the next call
-  const std::vector<RuleViolation> broken = check(s, hw, m, true);
-  if (broken.empty()) return nullptr;
-  rule = broken.front().rule;
-  return rule.c_str();
+  const char* first = nullptr;  // rule names are string literals
+  check(s, hw, m, [&](const char* rule, const char*, auto&&) {
+    if (first == nullptr) first = rule;
+  });
+  return first;
 }
 
 }  // namespace paraplan

@@ -449,31 +449,57 @@ MemoryInputs memory_inputs(const Plan& plan, double expert_load) {
   return in;
 }
 
-ParamCount chunk_params(const MemoryInputs& in, const ModelSpec& m, const schedule::Chunk& c,
-                        bool embedding_copy) {
-  const int nd_model = model::dense_layers(m);
-  const int dense = std::max(0, std::min(c.first_layer + c.layers, nd_model) - c.first_layer);
-  const int moe = c.layers - dense;
+ChunkCounts count_chunk(const ModelSpec& m, const schedule::Chunk& c, bool embedding_copy) {
+  return count_chunk(m, model::dense_layers(m), c, embedding_copy);
+}
+
+ChunkCounts count_chunk(const ModelSpec& m, int nd_model, const schedule::Chunk& c, bool embedding_copy) {
+  ChunkCounts n;
+  n.dense = std::max(0, std::min(c.first_layer + c.layers, nd_model) - c.first_layer);
+  n.moe = c.layers - n.dense;
+  n.embedding = c.embedding ? 1 : 0;
+  n.head = c.head ? 1 : 0;
+  n.embedding_copy = embedding_copy ? 1 : 0;
+  n.mtp = c.mtp && m.mtp_depth > 0 ? 1 : 0;
+  return n;
+}
+
+bool ChunkCounts::operator==(const ChunkCounts& o) const {
+  return dense == o.dense && moe == o.moe && embedding == o.embedding && head == o.head &&
+         embedding_copy == o.embedding_copy && mtp == o.mtp;
+}
+
+void ChunkCounts::add(const ChunkCounts& o) {
+  dense += o.dense;
+  moe += o.moe;
+  embedding += o.embedding;
+  head += o.head;
+  embedding_copy += o.embedding_copy;
+  mtp += o.mtp;
+}
+
+ParamCount counted_params(const MemoryInputs& in, const ModelSpec& m, const ChunkCounts& n) {
   ParamCount pc;
-  pc.dense = dense * in.dense_layer + moe * in.moe_layer_dense;
-  pc.expert = moe * in.moe_layer_expert;
-  if (c.embedding) {
-    // Vocab-parallel embedding; learned positions are not split.
-    pc.bf16_only += in.vocab_shard_params + in.positions;
-  }
-  if (c.head) {
-    pc.bf16_only += in.final_norm;                                  // final norm
-    if (!m.tied_embeddings) pc.bf16_only += in.vocab_shard_params;  // output head
-  }
-  if (embedding_copy) pc.bf16_only += in.vocab_shard_params;
-  if (c.mtp && m.mtp_depth > 0) {
+  pc.dense = n.dense * in.dense_layer + n.moe * in.moe_layer_dense;
+  pc.expert = n.moe * in.moe_layer_expert;
+  // Vocab-parallel embedding; learned positions are not split.
+  pc.bf16_only += n.embedding * (in.vocab_shard_params + in.positions);
+  // Final norm and, untied, the output head.
+  pc.bf16_only += n.head * (in.final_norm + (m.tied_embeddings ? 0.0 : in.vocab_shard_params));
+  pc.bf16_only += n.embedding_copy * in.vocab_shard_params;
+  if (n.mtp > 0) {
     // One transformer block per depth; embedding and head are shared with the main model.
     const bool moe_block = m.moe.has_value();
-    pc.dense += m.mtp_depth * (in.mtp_own + (moe_block ? in.moe_layer_dense : in.dense_layer));
-    if (moe_block) pc.expert += m.mtp_depth * in.moe_layer_expert;
+    pc.dense += n.mtp * m.mtp_depth * (in.mtp_own + (moe_block ? in.moe_layer_dense : in.dense_layer));
+    if (moe_block) pc.expert += n.mtp * m.mtp_depth * in.moe_layer_expert;
   }
   pc.dense += pc.bf16_only;
   return pc;
+}
+
+ParamCount chunk_params(const MemoryInputs& in, const ModelSpec& m, const schedule::Chunk& c,
+                        bool embedding_copy) {
+  return counted_params(in, m, count_chunk(m, c, embedding_copy));
 }
 
 ParamCount chunk_params(const Plan& plan, const schedule::Chunk& c, bool embedding_copy) {
@@ -525,7 +551,6 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
   const double expert_shard =
       std::max(1.0, static_cast<double>(p.tp) * p.cp * p.dp * dies / (static_cast<double>(p.ep) * p.etp));
   const int zero = s.training.zero;
-  const int nd_model = model::dense_layers(m);
   // Logits of the vocab shard for the loss, main head and each MTP head, on the head rank: a
   // fused or vocab-parallel cross-entropy holds them in FP32 (4 B per logit). The eager loss
   // (`training.loss: eager`; torchtitan: cross_entropy(pred.float(), labels)) peaks in its
@@ -533,54 +558,125 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
   // FP32 input gradient (in forward 10 B: BF16 logits, their FP32 copy and the log-probabilities).
   const double logits = (1 + m.mtp_depth) * T * m.vocab / p.tp * (s.training.eager_loss ? 3 * kFp32Bytes : kFp32Bytes);
 
+  // What a rank holds apart from its in-flight activation sets follows from what its chunks
+  // count; neighbouring ranks usually count the same, and then share it.
+  struct Held {
+    ChunkCounts n;
+    std::size_t chunks = 0;
+    ParamCount pc;
+    double per_set_sum = 0;  // one activation set of every chunk
+    double ws = 0;           // recompute working set beyond the logits
+    double weights = 0, gradients = 0, optimizer_states = 0, optimizer_host = 0, buffers = 0;
+    std::vector<MemoryPart> per_set, buffer_parts;  // detail only
+  };
+  auto held_by = [&](const ChunkCounts& n, std::size_t chunks, Held& o) {
+    o.n = n;
+    o.chunks = chunks;
+    o.pc = counted_params(in, m, n);
+    // The MTP block is a transformer layer of the model's kind.
+    const int mtp_layers = n.mtp * m.mtp_depth;
+    const double nd_sets = n.dense + (has_moe ? 0 : mtp_layers), nm_sets = n.moe + (has_moe ? mtp_layers : 0);
+    o.per_set_sum = nd_sets * in.dense_act_sum + nm_sets * in.moe_act_sum + n.head * in.head_act_sum;
+    o.per_set.clear();
+    o.buffer_parts.clear();
+    if (detail) {
+      add_parts(o.per_set, in.dense_act, nd_sets);
+      add_parts(o.per_set, in.moe_act, nm_sets);
+      add_parts(o.per_set, in.head_act, n.head);
+    }
+    const bool has_dense_layer = nd_sets > 0, has_moe_layer = nm_sets > 0;
+    o.ws = 0;
+    if (s.training.recompute.mode != RecomputeMode::None) {
+      // One layer's recomputed tensors exist again while its backward runs. On the stage
+      // with the loss they never meet the FP32 logits: the loss's backward frees those
+      // before the first layer is recomputed (1F1B runs the last stage's forward and
+      // backward of a micro-batch back to back), so only what the working set needs beyond
+      // the logits adds to the peak.
+      o.ws = std::max(has_dense_layer ? in.dense_extra : 0.0, has_moe_layer ? in.moe_extra : 0.0);
+      if (n.head > 0) o.ws = std::max(0.0, o.ws - logits);
+    }
+
+    // Weights, gradients, optimizer states (ZeRO over DP x CP for dense parameters, over the
+    // expert-DP group for experts). The BF16-only part has no FP8 copy.
+    auto shard = [&](int stage_needed, double dense_b, double expert_b) {
+      return o.pc.dense * dense_b / (zero >= stage_needed ? dense_shard : 1.0) +
+             o.pc.expert * expert_b / (zero >= stage_needed ? expert_shard : 1.0);
+    };
+    o.weights = shard(3, weight_bytes, weight_bytes) +
+                o.pc.bf16_only * (kBf16Bytes - weight_bytes) / (zero >= 3 ? dense_shard : 1.0);
+    o.gradients = shard(2, grad_bytes, grad_bytes);
+    o.optimizer_states = shard(1, opt_bytes, opt_bytes);
+    o.optimizer_host = 0;
+    if (s.training.optimizer_offload) {
+      o.optimizer_host = o.optimizer_states;
+      o.optimizer_states = 0;
+    }
+
+    // Buffers.
+    o.buffers = 0;
+    auto buffer = [&](const char* name, double bytes) {
+      if (bytes <= 0) return;
+      o.buffers += bytes;
+      if (detail) add_part(o.buffer_parts, name, bytes);
+    };
+    buffer("gemm_workspace", kGemmWorkspaceBytes);
+    if (has_moe_layer) buffer("ep_dispatch", in.dispatch_buffer);
+    if (n.head > 0) buffer("logits", logits);
+    if (p.pp > 1) buffer("pp_p2p", 2 * Tr * h * kBf16Bytes);  // activation + gradient
+    if (Tr < T) buffer("sp_gather", T * h * kBf16Bytes);      // gathered GEMM input
+    if (zero >= 3) {
+      // Two layers' unsharded weights gathered ahead of use (prefetch).
+      double layer = 0;
+      if (has_dense_layer) layer = in.dense_layer;
+      if (has_moe_layer) layer = std::max(layer, in.moe_layer_dense + in.moe_layer_expert);
+      buffer("zero3_prefetch", 2 * layer * weight_bytes);
+    }
+  };
+
   const auto layout = schedule::rank_chunks(m, s);
   const auto& ranks = *layout;
   const int pp = static_cast<int>(ranks.size());
-  est.stages.reserve(static_cast<std::size_t>(pp));
+  // The search's fast path keeps one stage per run of ranks that hold the same layers (see
+  // combine_memory in memory.hpp); offload needs every rank's host memory.
+  const int nd_model = model::dense_layers(m);
+  const bool compact = !detail && !s.training.activation_offload && !s.training.optimizer_offload;
+  est.stages.reserve(compact ? 4 : static_cast<std::size_t>(pp));
+  Held held;
   for (int r = 0; r < pp; ++r) {
     const auto& chunks = ranks[static_cast<std::size_t>(r)];
-    StageMemory st;
-    st.stage = r;
     bool holds_embedding = false;
     for (const schedule::Chunk& c : chunks) holds_embedding = holds_embedding || c.embedding;
-
-    // Parameters and one activation set (one micro-batch) per chunk.
-    std::vector<MemoryPart> per_set;  // summed over the rank's chunks (detail only)
-    double per_set_sum = 0;
-    double bf16_only = 0;  // of st.dense_params: no FP8 copy
-    bool rank_has_moe_layer = false, rank_has_dense_layer = false;
+    ChunkCounts n;
     for (const schedule::Chunk& c : chunks) {
       const bool embedding_copy =
           ((c.head && m.tied_embeddings) || (c.mtp && m.mtp_depth > 0)) && !holds_embedding;
-      const ParamCount pc = chunk_params(in, m, c, embedding_copy);
-      st.dense_params += pc.dense;
-      st.expert_params += pc.expert;
-      bf16_only += pc.bf16_only;
-      const int nd = std::max(0, std::min(c.first_layer + c.layers, nd_model) - c.first_layer);
-      const int nm = c.layers - nd;
-      st.dense_layers += nd;
-      st.moe_layers += nm;
-      st.embedding = st.embedding || c.embedding;
-      st.head = st.head || c.head;
-      per_set_sum += nd * in.dense_act_sum + nm * in.moe_act_sum;
-      if (detail) {
-        add_parts(per_set, in.dense_act, nd);
-        add_parts(per_set, in.moe_act, nm);
-      }
-      rank_has_dense_layer = rank_has_dense_layer || nd > 0;
-      rank_has_moe_layer = rank_has_moe_layer || nm > 0;
-      if (c.head) {
-        per_set_sum += in.head_act_sum;
-        if (detail) add_parts(per_set, in.head_act, 1);
-      }
-      if (c.mtp && m.mtp_depth > 0) {
-        // The MTP block is a transformer layer of the model's kind.
-        per_set_sum += m.mtp_depth * (has_moe ? in.moe_act_sum : in.dense_act_sum);
-        if (detail) add_parts(per_set, has_moe ? in.moe_act : in.dense_act, m.mtp_depth);
-        (has_moe ? rank_has_moe_layer : rank_has_dense_layer) = true;
-      }
+      n.add(count_chunk(m, nd_model, c, embedding_copy));
     }
-    st.layers = st.dense_layers + st.moe_layers;
+    const bool same = r > 0 && !detail && n == held.n && chunks.size() == held.chunks;
+    if (!same) held_by(n, chunks.size(), held);
+    if (same && compact) {
+      // Only in-flight sets differ from the rank before: the run's representative is the
+      // rank that holds the most (the first, as every schedule's warm-up shrinks with r).
+      StageMemory& rep = est.stages.back();
+      const double in_flight = schedule::in_flight_sets(s, r, est.micro_batches);
+      if (in_flight > rep.in_flight) {
+        rep.stage = r;
+        rep.in_flight = in_flight;
+        rep.activations = held.per_set_sum * (in_flight / static_cast<double>(chunks.size())) + held.ws;
+        rep.total = rep.weights + rep.gradients + rep.optimizer_states + rep.activations + rep.buffers + rep.reserve;
+      }
+      continue;
+    }
+
+    StageMemory& st = est.stages.emplace_back();
+    st.stage = r;
+    st.dense_params = held.pc.dense;
+    st.expert_params = held.pc.expert;
+    st.dense_layers = n.dense;
+    st.moe_layers = n.moe;
+    st.layers = n.dense + n.moe;
+    st.embedding = n.embedding > 0;
+    st.head = n.head > 0;
 
     // Activations: the schedule's in-flight sets, spread evenly over the rank's chunks.
     st.in_flight = schedule::in_flight_sets(s, r, est.micro_batches);
@@ -589,60 +685,23 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
     if (s.training.activation_offload && st.in_flight > 1) {
       // Offload: every in-flight set but the one being computed lives in host memory.
       on_device = 1.0 / static_cast<double>(chunks.size());
-      st.host_bytes += per_set_sum * (sets_per_chunk_avg - on_device);
+      st.host_bytes += held.per_set_sum * (sets_per_chunk_avg - on_device);
     }
-    st.activations = per_set_sum * on_device;
-    if (detail) add_parts(st.activation_parts, per_set, on_device);
+    st.activations = held.per_set_sum * on_device;
+    if (detail) add_parts(st.activation_parts, held.per_set, on_device);
     if (s.training.recompute.mode != RecomputeMode::None) {
-      // One layer's recomputed tensors exist again while its backward runs. On the stage
-      // with the loss they never meet the FP32 logits: the loss's backward frees those
-      // before the first layer is recomputed (1F1B runs the last stage's forward and
-      // backward of a micro-batch back to back), so only what the working set needs beyond
-      // the logits adds to the peak.
-      double ws = std::max(rank_has_dense_layer ? in.dense_extra : 0.0,
-                           rank_has_moe_layer ? in.moe_extra : 0.0);
-      if (st.head) ws = std::max(0.0, ws - logits);
-      st.activations += ws;
-      if (detail) add_part(st.activation_parts, "recompute_working_set", ws);
+      st.activations += held.ws;
+      if (detail) add_part(st.activation_parts, "recompute_working_set", held.ws);
     }
-
-    // Weights, gradients, optimizer states (ZeRO over DP x CP for dense parameters, over the
-    // expert-DP group for experts).
-    auto shard = [&](int stage_needed, double dense_b, double expert_b) {
-      return st.dense_params * dense_b / (zero >= stage_needed ? dense_shard : 1.0) +
-             st.expert_params * expert_b / (zero >= stage_needed ? expert_shard : 1.0);
-    };
-    st.weights = shard(3, weight_bytes, weight_bytes) +
-                 bf16_only * (kBf16Bytes - weight_bytes) / (zero >= 3 ? dense_shard : 1.0);
-    st.gradients = shard(2, grad_bytes, grad_bytes);
-    st.optimizer_states = shard(1, opt_bytes, opt_bytes);
-    if (s.training.optimizer_offload) {
-      st.host_bytes += st.optimizer_states;
-      st.optimizer_states = 0;
-    }
-
-    // Buffers.
-    auto buffer = [&](const char* name, double bytes) {
-      if (bytes <= 0) return;
-      st.buffers += bytes;
-      if (detail) add_part(st.buffer_parts, name, bytes);
-    };
-    buffer("gemm_workspace", kGemmWorkspaceBytes);
-    if (rank_has_moe_layer) buffer("ep_dispatch", in.dispatch_buffer);
-    if (st.head) buffer("logits", logits);
-    if (p.pp > 1) buffer("pp_p2p", 2 * Tr * h * kBf16Bytes);  // activation + gradient
-    if (Tr < T) buffer("sp_gather", T * h * kBf16Bytes);      // gathered GEMM input
-    if (zero >= 3) {
-      // Two layers' unsharded weights gathered ahead of use (prefetch).
-      double layer = 0;
-      if (rank_has_dense_layer) layer = in.dense_layer;
-      if (rank_has_moe_layer) layer = std::max(layer, in.moe_layer_dense + in.moe_layer_expert);
-      buffer("zero3_prefetch", 2 * layer * weight_bytes);
-    }
+    st.weights = held.weights;
+    st.gradients = held.gradients;
+    st.optimizer_states = held.optimizer_states;
+    st.host_bytes += held.optimizer_host;
+    st.buffers = held.buffers;
+    if (detail) st.buffer_parts = held.buffer_parts;
     st.reserve = hw.device.memory_reserve_bytes;
     st.total =
         st.weights + st.gradients + st.optimizer_states + st.activations + st.buffers + st.reserve;
-    est.stages.push_back(std::move(st));
   }
 
   for (std::size_t i = 1; i < est.stages.size(); ++i) {
@@ -660,16 +719,30 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
   if (offloads) {
     const long long per_node = std::max(1, hw.devices_per_node());
     const long long stage_size = std::max(1, p.tp * p.cp * p.dp);
-    for (long long n = 0; n < std::max(1, s.nodes); ++n) {
+    const long long nodes = std::max(1, s.nodes);
+    // Nodes in order, stages swept alongside; a node inside one stage holds what every
+    // later node inside it holds, so those are skipped.
+    long long first = 0;  // the first stage node n meets
+    for (long long n = 0; n < nodes;) {
       const long long lo = n * per_node, hi = lo + per_node;  // [lo, hi)
+      while (first < pp - 1 && (first + 1) * stage_size <= lo) ++first;
       double node = 0;
-      for (long long st = std::min<long long>(pp - 1, lo / stage_size); st <= std::min<long long>(pp - 1, (hi - 1) / stage_size); ++st) {
+      for (long long st = first; st < pp; ++st) {
         // The last stage also takes devices past pp x stage_size (as g / stage_size clamps).
         const long long a = std::max(lo, st * stage_size);
         const long long b = st == pp - 1 ? hi : std::min(hi, (st + 1) * stage_size);
         if (b > a) node += static_cast<double>(b - a) * est.stages[static_cast<std::size_t>(st)].host_bytes;
+        if (b >= hi) break;
       }
       est.host_bytes_per_node = std::max(est.host_bytes_per_node, node);
+      const bool inside = lo >= first * stage_size && (first == pp - 1 || hi <= (first + 1) * stage_size);
+      if (!inside) {
+        ++n;
+      } else if (first == pp - 1) {
+        break;
+      } else {
+        n = std::max(n + 1, (first + 1) * stage_size / per_node);
+      }
     }
   }
 

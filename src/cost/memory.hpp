@@ -84,13 +84,35 @@ struct MemoryInputs {
 /// The per-key inputs of the memory model.
 MemoryInputs memory_inputs(const Plan& plan, double expert_load);
 
+/// What a chunk (or, added up, a rank's chunks) holds, counted: the memory of a rank is
+/// these counts times the per-key inputs, one multiply per term however many chunks it has.
+struct ChunkCounts {
+  int dense = 0, moe = 0;   ///< transformer layers of each kind
+  int embedding = 0;        ///< chunks holding the input embedding
+  int head = 0;             ///< chunks holding final norm, LM head and loss
+  int embedding_copy = 0;   ///< chunks needing their own copy of a tied / MTP embedding
+  int mtp = 0;              ///< chunks holding the MTP blocks (model with mtp_depth > 0)
+  void add(const ChunkCounts& o);
+  bool operator==(const ChunkCounts& o) const;
+};
+ChunkCounts count_chunk(const ModelSpec& m, const schedule::Chunk& c, bool embedding_copy);
+/// The same with the model's dense-layer count given (model::dense_layers).
+ChunkCounts count_chunk(const ModelSpec& m, int nd_model, const schedule::Chunk& c, bool embedding_copy);
+
+/// Parameters of what `n` counts, from precomputed inputs.
+ParamCount counted_params(const MemoryInputs& in, const ModelSpec& m, const ChunkCounts& n);
+
 /// Parameters of one chunk from precomputed inputs (what chunk_params computes).
 ParamCount chunk_params(const MemoryInputs& in, const ModelSpec& m, const schedule::Chunk& c,
                         bool embedding_copy);
 
 /// Combines per-key inputs with a strategy's layout, ZeRO, optimizer and offload. With
 /// `detail` = false only the totals are filled (no per-module parts, no reason strings
-/// beyond a short one): the search's fast path. estimate_memory() = combine with detail.
+/// beyond a short one): the search's fast path. There, without offload, `stages` keeps one
+/// stage per run of consecutive ranks that hold the same layers: the one that holds the
+/// most in-flight sets (the first on a tie), so the worst stage, its index `worst_stage`
+/// into `stages` and the stage with the most parameters are those of the full list.
+/// estimate_memory() = combine with detail.
 MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelSpec& m,
                               const Strategy& s, bool detail);
 

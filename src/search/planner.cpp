@@ -31,7 +31,28 @@ namespace paraplan {
 namespace {
 // Collective times of one search worker, keyed by (op, size, stride, dies, bytes): a
 // handful of distinct values per search, looked up without locks.
-using CommMemo = std::map<std::tuple<int, int, long long, bool, double>, double>;
+struct CommKey {
+  int op = 0, size = 0;
+  long long stride = 0;
+  bool dies = false;
+  double bytes = 0;
+  bool operator==(const CommKey& o) const {
+    return op == o.op && size == o.size && stride == o.stride && dies == o.dies && bytes == o.bytes;
+  }
+};
+struct CommKeyHash {
+  std::size_t operator()(const CommKey& k) const noexcept {
+    std::size_t h = 1469598103934665603ull;
+    auto mix = [&](std::size_t v) { h = (h ^ v) * 1099511628211ull; };
+    mix(static_cast<std::size_t>(k.op));
+    mix(static_cast<std::size_t>(k.size));
+    mix(static_cast<std::size_t>(k.stride));
+    mix(k.dies ? 1u : 0u);
+    mix(std::hash<double>{}(k.bytes));
+    return h;
+  }
+};
+using CommMemo = std::unordered_map<CommKey, double, CommKeyHash>;
 }  // namespace
 
 // ---- the last guard against non-finite results --------------------------------------------
@@ -181,7 +202,7 @@ struct Planner::Impl {
   mutable std::mutex result_mutex;
   mutable std::map<std::string, SearchResult> results;
   mutable std::mutex comm_mutex;
-  mutable std::map<std::tuple<int, int, long long, bool, double>, double> comm_cache;
+  mutable CommMemo comm_cache;
 
   Impl(HardwareSpec h, ModelSpec m)
       : hw(std::move(h)), model(std::move(m)), cache(hw, model) {}
@@ -189,7 +210,7 @@ struct Planner::Impl {
   double collective_time(Collective op, int size, long long stride, bool dies, double bytes,
                          CommMemo* memo) const {
     if (size <= 1 || bytes <= 0) return 0.0;
-    auto key = std::make_tuple(static_cast<int>(op), size, stride, dies, bytes);
+    const CommKey key{static_cast<int>(op), size, stride, dies, bytes};
     if (memo != nullptr) {
       auto it = memo->find(key);
       if (it != memo->end()) return it->second;
@@ -657,17 +678,29 @@ std::vector<std::size_t> pareto_front(const std::vector<Point>& pts) {
     if (pts[a].tgs != pts[b].tgs) return pts[a].tgs > pts[b].tgs;
     return pts[a].index < pts[b].index;
   });
+  // A point is dominated when a kept point with at most its nodes has at least its headroom:
+  // per node count the most headroom kept so far answers that (few node counts per space).
   std::vector<std::size_t> front;
+  std::vector<std::pair<int, double>> most;  // (nodes, most headroom kept), by nodes
   for (std::size_t i : order) {
     const Point& p = pts[i];
     bool dominated = false;
-    for (std::size_t f : front) {
-      if (pts[f].headroom >= p.headroom && pts[f].nodes <= p.nodes) {
+    for (const auto& [nodes, headroom] : most) {
+      if (nodes > p.nodes) break;
+      if (headroom >= p.headroom) {
         dominated = true;
         break;
       }
     }
-    if (!dominated) front.push_back(i);
+    if (dominated) continue;
+    front.push_back(i);
+    auto at = std::lower_bound(most.begin(), most.end(), p.nodes,
+                               [](const std::pair<int, double>& e, int n) { return e.first < n; });
+    if (at == most.end() || at->first != p.nodes) {
+      most.insert(at, {p.nodes, p.headroom});
+    } else {
+      at->second = std::max(at->second, p.headroom);
+    }
   }
   return front;
 }
@@ -746,6 +779,7 @@ SearchResult Planner::search(const SearchSpace& space, const SearchOptions& opti
 namespace {
 
 constexpr std::size_t kClosest = 20;
+constexpr std::size_t kFrontPrune = 4096;  // a thread's points are cut to their front beyond this
 
 // Memory over capacity, as a fraction; ties by the strategy order.
 bool over_less(const Estimate& a, const Estimate& b) {
@@ -790,6 +824,7 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
     std::vector<Ranked> best;
     std::map<int, Ranked> per_nodes;  // best of each node count
     std::vector<Point> points;
+    std::size_t prune_at = kFrontPrune;
     Counter rejected;
     std::size_t evaluated = 0, feasible = 0, infeasible = 0, infeasible_rules = 0;
     double layer_seconds = 0;
@@ -799,7 +834,6 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
   const std::size_t shown = static_cast<std::size_t>(std::max(1, options.top));
   // The closed form keeps this many for the simulation to re-time.
   const std::size_t keep = std::max(shown, static_cast<std::size_t>(std::max(0, options.resimulate)));
-  constexpr std::size_t kFrontPrune = 4096;  // a thread's points are cut to their front beyond this
   std::atomic<std::size_t> next{0}, done{en.world_rejected};
   // Caps: a layout is taken only while the candidates taken so far are under the cap and the
   // budget has time left (layouts are taken in order, so a capped search is a prefix).
@@ -816,6 +850,8 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
     Local& L = locals[static_cast<std::size_t>(t)];
     CommMemo memo;
     std::unordered_map<search::LayerKey, std::shared_ptr<const search::LayerCosts>, search::LayerKeyHash> costs;
+    search::LayerKey last_key;
+    const search::LayerCosts* last_costs = nullptr;  // owned by `costs`
     Strategy s = en.base;
     for (std::size_t li; (li = next.fetch_add(1)) < en.layouts.size() && !cancelled() && !L.non_finite;) {
       const std::size_t size = en.count(en.layouts[li]);
@@ -836,14 +872,19 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
           continue;
         }
         ++L.evaluated;
-        const search::LayerKey lk = search::key_of(s, seq);
-        auto it = costs.find(lk);
-        if (it == costs.end()) {
-          const auto t0 = std::chrono::steady_clock::now();
-          it = costs.emplace(lk, impl_->cache.get(s)).first;
-          L.layer_seconds += since(t0);
+        // Neighbouring candidates mostly share their per-layer key.
+        search::LayerKey lk = search::key_of(s, seq);
+        if (last_costs == nullptr || !(lk == last_key)) {
+          auto it = costs.find(lk);
+          if (it == costs.end()) {
+            const auto t0 = std::chrono::steady_clock::now();
+            it = costs.emplace(lk, impl_->cache.get(s)).first;
+            L.layer_seconds += since(t0);
+          }
+          last_costs = it->second.get();
+          last_key = std::move(lk);
         }
-        Estimate e = impl_->evaluate_with(s, *it->second, false, &memo, false);
+        Estimate e = impl_->evaluate_with(s, *last_costs, false, &memo, false);
         if (e.valid && non_finite_field(e).name != nullptr) {
           L.non_finite = std::move(e);  // reported after the join, from the calling thread
           break;
@@ -867,10 +908,12 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
         } else {
           ++L.feasible;
           L.points.push_back({e.tokens_per_device_per_s, e.memory_bytes.capacity - e.memory_bytes.total, s.nodes, id});
-          if (L.points.size() > kFrontPrune) {
+          if (L.points.size() > L.prune_at) {
             std::vector<Point> front;
             for (std::size_t k : pareto_front(L.points)) front.push_back(L.points[k]);
             L.points = std::move(front);
+            // A front that stays large is cut again only when it has doubled.
+            L.prune_at = std::max(kFrontPrune, 2 * L.points.size());
           }
           const Ranked me{objective_value(e, options.objective), strategy_tuple(s), id};
           auto pn = L.per_nodes.find(s.nodes);

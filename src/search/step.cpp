@@ -1,6 +1,7 @@
 #include "search/step.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <iterator>
 #include <string>
@@ -118,11 +119,13 @@ double bubble(const Strategy& s, const RankTime& chunk) {
 // Per-micro-batch times of every chunk of every rank (exposed communication included).
 struct Ranks {
   std::vector<std::vector<RankTime>> chunks;  ///< [rank][chunk]
-  std::vector<RankTime> total;                ///< per rank: one micro-batch's share of all its chunks
 };
 
-// `chunks` only where a simulation needs them (the search's closed form reads `total`).
-Ranks rank_times(const ModelSpec& m, const Strategy& s, const LayerCosts& c, bool chunks_too = true) {
+// Per-micro-batch times of every chunk of every rank (exposed communication included):
+// `on_chunk(rank, times)` for each chunk of a rank in order, then `on_rank(rank, total)` with
+// one micro-batch's share of all the rank's chunks.
+template <typename OnChunk, typename OnRank>
+void each_rank(const ModelSpec& m, const Strategy& s, const LayerCosts& c, OnChunk&& on_chunk, OnRank&& on_rank) {
   const bool ep_overlap = s.overlap.ep && s.parallel.pp > 1;
   const Exposed dense = expose(c.dense, ep_overlap, s.overlap.tp);
   const Exposed moe = expose(c.moe, ep_overlap, s.overlap.tp);
@@ -130,29 +133,45 @@ Ranks rank_times(const ModelSpec& m, const Strategy& s, const LayerCosts& c, boo
   const Exposed emb = expose(c.embedding, false, s.overlap.tp);
   const Exposed head = expose(c.head, false, s.overlap.tp);
   const int nd_model = model::dense_layers(m);
-  Ranks out;
   const auto layout = schedule::rank_chunks(m, s);
-  out.total.reserve(layout->size());
+  int rank = 0;
+  std::array<int, 5> last = {-1, -1, -1, -1, -1};
+  RankTime t;
   for (const auto& chunks : *layout) {
-    std::vector<RankTime> times;
     RankTime r;
     for (const schedule::Chunk& ch : chunks) {
-      RankTime t;
       const int nd = std::max(0, std::min(ch.first_layer + ch.layers, nd_model) - ch.first_layer);
-      t.add(dense, nd);
-      t.add(moe, ch.layers - nd);
-      if (ch.embedding) t.add(emb, 1);
-      if (ch.head) t.add(head, 1);
-      if (ch.mtp) t.add(mtp, m.mtp_depth);
-      if (chunks_too) times.push_back(t);
+      // A chunk that holds what the one before held takes its times (most of a pipeline).
+      const std::array<int, 5> held = {nd, ch.layers - nd, ch.embedding, ch.head, ch.mtp};
+      if (held != last) {
+        last = held;
+        t = RankTime{};
+        t.add(dense, nd);
+        t.add(moe, ch.layers - nd);
+        if (ch.embedding) t.add(emb, 1);
+        if (ch.head) t.add(head, 1);
+        if (ch.mtp) t.add(mtp, m.mtp_depth);
+      }
+      on_chunk(rank, t);
       r.add(t);
     }
     // One micro-batch runs one of DualPipe's two chunks (half the micro-batches come from
     // each end) and both of DualPipeV's (down and up the V).
     if (s.schedule == Schedule::DualPipe && chunks.size() == 2) r.scale(0.5);
-    if (chunks_too) out.chunks.push_back(std::move(times));
-    out.total.push_back(r);
+    on_rank(rank, r);
+    ++rank;
   }
+}
+
+Ranks rank_times(const ModelSpec& m, const Strategy& s, const LayerCosts& c) {
+  Ranks out;
+  each_rank(
+      m, s, c,
+      [&](int rank, const RankTime& t) {
+        if (static_cast<std::size_t>(rank) == out.chunks.size()) out.chunks.emplace_back();
+        out.chunks.back().push_back(t);
+      },
+      [](int, const RankTime&) {});
   return out;
 }
 
@@ -187,7 +206,7 @@ MemoryBreakdown worst_memory(const MemoryEstimate& memory) {
   mb.reserve = st.reserve;
   mb.total = st.total;
   mb.capacity = memory.capacity;
-  mb.stage = memory.worst_stage;
+  mb.stage = st.stage;
   mb.host_per_node = memory.host_bytes_per_node;
   return mb;
 }
@@ -201,17 +220,26 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
   e.micro_batches = micro;
   e.devices = s.nodes * hw.devices_per_node();
 
-  const Ranks ranks = rank_times(m, s, c, simulate && p.pp > 1);
+  // The bottleneck rank; the chunks of every rank only where the simulation needs them.
+  const bool simulated = simulate && p.pp > 1;
+  Ranks ranks;
   RankTime worst;
   double worst_chunks = 1;
-  for (const RankTime& r : ranks.total) {
-    if (r.total() > worst.total()) {
-      worst = r;
-      // DualPipeV's bubble is in units of one of its two chunks; the interleaved bubble
-      // (pp - 1)(F + B + W) / vpp is in whole-rank times (Narayanan et al. 2021).
-      worst_chunks = s.schedule == Schedule::DualPipeV ? 2.0 : 1.0;
-    }
-  }
+  each_rank(
+      m, s, c,
+      [&](int rank, const RankTime& t) {
+        if (!simulated) return;
+        if (static_cast<std::size_t>(rank) == ranks.chunks.size()) ranks.chunks.emplace_back();
+        ranks.chunks.back().push_back(t);
+      },
+      [&](int, const RankTime& r) {
+        if (r.total() > worst.total()) {
+          worst = r;
+          // DualPipeV's bubble is in units of one of its two chunks; the interleaved bubble
+          // (pp - 1)(F + B + W) / vpp is in whole-rank times (Narayanan et al. 2021).
+          worst_chunks = s.schedule == Schedule::DualPipeV ? 2.0 : 1.0;
+        }
+      });
   RankTime chunk = worst;
   chunk.scale(1.0 / worst_chunks);
   e.stage_f_s = worst.f;
@@ -280,7 +308,7 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
   t.exposed_comm = t.tp_comm + t.ep_comm + t.pp_comm + t.dp_comm;
   e.step_time_s = t.compute + t.exposed_comm + t.pp_bubble + t.optimizer + t.queueing + t.offload;
   e.closed_form_step_s = e.step_time_s;
-  if (simulate && p.pp > 1) {
+  if (simulated) {
     // The event simulation times the pipeline part (docs/cost-model.md, "Schedule
     // simulation"): what the bottleneck rank does not spend on its own micro-batches is
     // bubble and send/recv waits; the send/recv share is at most the closed form's.

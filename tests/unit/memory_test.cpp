@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <cstdio>
@@ -294,6 +295,54 @@ TEST_SUITE("cost.memory") {
     CHECK_FALSE(e.feasible);
     REQUIRE(!e.infeasible_reasons.empty());
     CHECK(e.infeasible_reasons.back().find("host memory per node") != std::string::npos);
+  }
+
+  TEST_CASE("host memory per node: a node that spans two stages holds both stages' devices") {
+    // Megatron's rank order puts PP outermost: device g is in stage g / (tp x cp x dp).
+    // tp 4 x dp 3 = 12 devices a stage, pp 2, 8 devices a node: node 0 holds devices 0-7
+    // (stage 0), node 1 devices 8-11 (stage 0) and 12-15 (stage 1), node 2 16-23 (stage 1).
+    Plan p = make_plan("llama3-70b", "h100-sxm-ib", 4, 2, 3, 1, 48);
+    p.strategy.training.optimizer_offload = true;
+    MemoryEstimate e = estimate_memory(p);
+    REQUIRE(e.stages.size() == 2);
+    const double h0 = e.stages[0].host_bytes, h1 = e.stages[1].host_bytes;
+    CHECK(h0 != h1);  // the embedding and the head differ in size (so node 1 is its own case)
+    CHECK(e.host_bytes_per_node == doctest::Approx(std::max({8 * h0, 4 * h0 + 4 * h1, 8 * h1})));
+    // 128 nodes, tp 8 x dp 64 = 512 devices (64 nodes) a stage: every node lies in one stage,
+    // so the busiest holds 8 devices of the stage with the most host memory.
+    p = make_plan("llama3-70b", "h100-sxm-ib", 8, 2, 64, 1, 128);
+    p.strategy.training.optimizer_offload = true;
+    e = estimate_memory(p);
+    REQUIRE(e.stages.size() == 2);
+    CHECK(p.strategy.nodes == 128);
+    CHECK(e.host_bytes_per_node == doctest::Approx(8 * std::max(e.stages[0].host_bytes, e.stages[1].host_bytes)));
+  }
+
+  TEST_CASE("the search's memory keeps the worst stage and the one with the most parameters") {
+    // combine_memory without detail keeps one stage per run of ranks that hold the same
+    // layers; by its contract the worst stage (its total and rank) and the parameters of the
+    // stage that holds the most are those of the full per-rank list.
+    for (Schedule sch : {Schedule::OneFOneB, Schedule::Interleaved, Schedule::DualPipe, Schedule::ZeroBubble}) {
+      Plan p = make_plan("deepseek-v3", "h800-ib", 1, 16, 8, 1, 128);
+      p.strategy.parallel.ep = 8;
+      p.strategy.schedule = sch;
+      p.strategy.parallel.vpp = sch == Schedule::Interleaved ? 2 : 1;
+      const MemoryEstimate full = estimate_memory(p);
+      const MemoryEstimate fast = cost::combine_memory(cost::memory_inputs(p, 1.0), p.hardware, p.model, p.strategy, false);
+      REQUIRE(full.stages.size() == 16);
+      CHECK(fast.stages.size() < full.stages.size());
+      const StageMemory& wf = full.stages[static_cast<std::size_t>(full.worst_stage)];
+      const StageMemory& ws = fast.stages[static_cast<std::size_t>(fast.worst_stage)];
+      CHECK(ws.stage == wf.stage);
+      CHECK(ws.total == wf.total);
+      CHECK(ws.in_flight == wf.in_flight);
+      auto most = [](const MemoryEstimate& m) {
+        double best = 0;
+        for (const StageMemory& st : m.stages) best = std::max(best, st.dense_params + st.expert_params);
+        return best;
+      };
+      CHECK(most(fast) == most(full));
+    }
   }
 
   TEST_CASE("1F1B: stage i holds min(pp - i, m) micro-batches") {
