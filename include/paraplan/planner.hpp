@@ -113,6 +113,14 @@ struct SearchOptions {
   std::size_t max_candidates = 0;
   /// Stop after about this many seconds of evaluation; 0 = no limit.
   double budget_seconds = 0;
+  /// Return the events of the best plan's simulated step (SearchResult::best_timeline);
+  /// false leaves them out (its other fields stay): a scheduler that needs only the ranking
+  /// gets a repeated answer without copying thousands of events.
+  bool timeline = true;
+  /// Branch and bound: skip timing a candidate whose step-time lower bound can enter neither
+  /// the results, nor its node count's best, nor the Pareto front. The results are the same
+  /// either way (counted in SearchResult::pruned); off with keep_all and the memory objective.
+  bool prune = true;
 };
 
 /// One rejection rule and how many candidates it rejected.
@@ -130,6 +138,7 @@ struct SearchResult {
   std::size_t candidates = 0;        ///< combinations enumerated
   std::size_t evaluated = 0;         ///< passed the rules and were evaluated
   std::size_t feasible = 0;          ///< of those, fit in memory
+  std::size_t pruned = 0;            ///< of those, not timed: their bound could not enter the results
   std::vector<RuleCount> rejected;   ///< by rule (rules of docs/inputs.md, plus `memory`)
   double seconds = 0;                ///< whole search, wall clock
   double enumerate_seconds = 0;      ///< enumeration and rule checks

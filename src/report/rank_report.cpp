@@ -251,8 +251,9 @@ std::string rank_table(const SearchResult& r, std::size_t rows) {
 
 std::string rank_summary(const SearchResult& r) {
   std::string out = std::to_string(r.candidates) + " combinations, " + std::to_string(r.evaluated) +
-                    " valid and evaluated, " + std::to_string(r.feasible) + " fit in memory (" +
-                    fmt("%.3f s", r.seconds) + ")";
+                    " valid and evaluated, " + std::to_string(r.feasible) + " fit in memory" +
+                    (r.pruned > 0 ? ", " + std::to_string(r.pruned) + " of them pruned by the step-time bound" : "") +
+                    " (" + fmt("%.3f s", r.seconds) + ")";
   if (!r.rejected.empty()) {
     out += "; rejected by rule:";
     for (const RuleCount& c : r.rejected) out += " " + c.rule + " " + std::to_string(c.count);
@@ -301,6 +302,7 @@ std::string rank_json(const SpacePlan& space, const SearchResult& r) {
   w.field("candidates", static_cast<long long>(r.candidates));
   w.field("evaluated", static_cast<long long>(r.evaluated));
   w.field("feasible", static_cast<long long>(r.feasible));
+  w.field("pruned", static_cast<long long>(r.pruned));
   w.key("rejected").begin_object();
   for (const RuleCount& c : r.rejected) w.field(c.rule, static_cast<long long>(c.count));
   w.end_object();

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cmath>
 #include <optional>
+#include <deque>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -199,8 +201,17 @@ struct Planner::Impl {
   // Collective times that depend on the DP / PP layout, keyed by (op, size, stride, dies,
   // bytes): a handful of distinct values per search.
   // Results of earlier searches, keyed by the space and the options that shape the result.
+  // The events of the best plan's timeline are kept apart: a caller that does not ask for
+  // them gets the rest without copying them. At most kCachedResults answers are kept; the
+  // oldest goes first.
+  struct Cached {
+    SearchResult result;  // best_timeline without its events
+    std::vector<TimelineEvent> events;
+  };
+  static constexpr std::size_t kCachedResults = 64;
   mutable std::mutex result_mutex;
-  mutable std::map<std::string, SearchResult> results;
+  mutable std::map<std::string, Cached> results;
+  mutable std::deque<std::string> result_order;  // keys, oldest first
   mutable std::mutex comm_mutex;
   mutable CommMemo comm_cache;
 
@@ -281,7 +292,12 @@ struct Planner::Impl {
 
   Estimate evaluate_with(const Strategy& s, const search::LayerCosts& costs, bool detail,
                          CommMemo* memo, bool simulate) const {
-    MemoryEstimate mem = cost::combine_memory(costs.memory, hw, model, s, detail);
+    return evaluate_memory(s, costs, cost::combine_memory(costs.memory, hw, model, s, detail), detail, memo, simulate);
+  }
+
+  // The rest of evaluate_with once the memory (with the same `detail`) is known.
+  Estimate evaluate_memory(const Strategy& s, const search::LayerCosts& costs, MemoryEstimate mem, bool detail,
+                           CommMemo* memo, bool simulate) const {
     if (!detail && !mem.feasible) {
       // Pruned: a strategy that does not fit is not worth its step time.
       Estimate e;
@@ -705,6 +721,46 @@ std::vector<std::size_t> pareto_front(const std::vector<Point>& pts) {
   return front;
 }
 
+// A cut of the Pareto front, to ask whether a point is dominated: the points in TGS order
+// and, per node count, the most headroom among the first i of them.
+class Front {
+ public:
+  void assign(const std::vector<Point>& front) {
+    tgs_.clear();
+    nodes_.clear();
+    for (const Point& p : front) {
+      if (std::find(nodes_.begin(), nodes_.end(), p.nodes) == nodes_.end()) nodes_.push_back(p.nodes);
+    }
+    std::sort(nodes_.begin(), nodes_.end());
+    most_.assign(nodes_.size() * front.size(), -std::numeric_limits<double>::infinity());
+    // `front` is pareto_front's order (TGS descending).
+    for (std::size_t i = 0; i < front.size(); ++i) {
+      tgs_.push_back(front[i].tgs);
+      for (std::size_t v = 0; v < nodes_.size(); ++v) {
+        double& m = most_[v * front.size() + i];
+        m = i > 0 ? most_[v * front.size() + i - 1] : m;
+        if (front[i].nodes == nodes_[v]) m = std::max(m, front[i].headroom);
+      }
+    }
+  }
+  // A point with at least `tgs`, at least `headroom` and at most `nodes`.
+  bool dominates(double tgs, double headroom, int nodes) const {
+    // the points with TGS >= tgs are a prefix
+    const std::size_t k = static_cast<std::size_t>(
+        std::upper_bound(tgs_.begin(), tgs_.end(), tgs, [](double t, double x) { return t > x; }) - tgs_.begin());
+    if (k == 0) return false;
+    for (std::size_t v = 0; v < nodes_.size() && nodes_[v] <= nodes; ++v) {
+      if (most_[v * tgs_.size() + k - 1] >= headroom) return true;
+    }
+    return false;
+  }
+
+ private:
+  std::vector<double> tgs_;
+  std::vector<int> nodes_;
+  std::vector<double> most_;  // [node count][i]
+};
+
 }  // namespace
 
 namespace {
@@ -760,7 +816,8 @@ SearchResult Planner::search(const SearchSpace& space, const SearchOptions& opti
     std::lock_guard lock(impl_->result_mutex);
     auto it = impl_->results.find(key);
     if (it != impl_->results.end()) {
-      SearchResult r = it->second;
+      SearchResult r = it->second.result;
+      if (options.timeline) r.best_timeline.events = it->second.events;
       r.from_cache = true;
       r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (options.progress) options.progress(r.evaluated, r.evaluated);
@@ -770,16 +827,25 @@ SearchResult Planner::search(const SearchSpace& space, const SearchOptions& opti
   SearchResult fresh = search_uncached(space, options);
   // A search cut short by the clock is not an answer to the same question next time.
   if (!fresh.cancelled && !(options.budget_seconds > 0 && fresh.left_out > 0)) {
+    Impl::Cached c{fresh, {}};
+    std::swap(c.events, c.result.best_timeline.events);
     std::lock_guard lock(impl_->result_mutex);
-    impl_->results.emplace(key, fresh);
+    if (impl_->results.emplace(key, std::move(c)).second) {
+      impl_->result_order.push_back(key);
+      if (impl_->result_order.size() > Impl::kCachedResults) {
+        impl_->results.erase(impl_->result_order.front());
+        impl_->result_order.pop_front();
+      }
+    }
   }
+  if (!options.timeline) fresh.best_timeline.events.clear();
   return fresh;
 }
 
 namespace {
 
 constexpr std::size_t kClosest = 20;
-constexpr std::size_t kFrontPrune = 4096;  // a thread's points are cut to their front beyond this
+constexpr std::size_t kFrontPrune = 1024;  // a thread's points are cut to their front beyond this
 
 // Memory over capacity, as a fraction; ties by the strategy order.
 bool over_less(const Estimate& a, const Estimate& b) {
@@ -825,6 +891,9 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
     std::map<int, Ranked> per_nodes;  // best of each node count
     std::vector<Point> points;
     std::size_t prune_at = kFrontPrune;
+    Front front;                // the last cut of `points`, for the bound
+    std::optional<double> cut;  // the worst of `best` after its last trim
+    std::size_t pruned = 0;
     Counter rejected;
     std::size_t evaluated = 0, feasible = 0, infeasible = 0, infeasible_rules = 0;
     double layer_seconds = 0;
@@ -834,6 +903,8 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
   const std::size_t shown = static_cast<std::size_t>(std::max(1, options.top));
   // The closed form keeps this many for the simulation to re-time.
   const std::size_t keep = std::max(shown, static_cast<std::size_t>(std::max(0, options.resimulate)));
+  // Branch and bound where the objective is a step time's (every row is kept with keep_all).
+  const bool bound = options.prune && !options.keep_all && options.objective != Objective::Memory;
   std::atomic<std::size_t> next{0}, done{en.world_rejected};
   // Caps: a layout is taken only while the candidates taken so far are under the cap and the
   // budget has time left (layouts are taken in order, so a capped search is a prefix).
@@ -884,7 +955,32 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
           last_costs = it->second.get();
           last_key = std::move(lk);
         }
-        Estimate e = impl_->evaluate_with(s, *last_costs, false, &memo, false);
+        MemoryEstimate mem = cost::combine_memory(last_costs->memory, impl_->hw, impl_->model, s, false);
+        // Branch and bound: a candidate that fits, whose step-time bound can enter neither
+        // the kept results, nor the best of its node count, nor the Pareto front (the
+        // thread's last cut of it dominates the bound), is not timed. It fits in memory.
+        if (bound && mem.feasible && !mem.stages.empty()) {
+          const StageMemory& w = mem.stages[static_cast<std::size_t>(mem.worst_stage)];
+          if (w.total <= space.memory_headroom * mem.capacity && L.cut.has_value()) {
+            const double lb = search::step_lower_bound(impl_->model, s, *last_costs);
+            const double tokens = static_cast<double>(s.training.global_batch) *
+                                  (s.training.seq_len > 0 ? s.training.seq_len : seq);
+            const double devices = static_cast<double>(s.nodes) * impl_->hw.devices_per_node();
+            const double tgs = tokens / (lb * devices);
+            const double value = options.objective == Objective::StepTime ? lb
+                                 : options.objective == Objective::Tgs
+                                     ? -tgs
+                                     : -last_costs->model_flops_per_token * tokens / (lb * impl_->hw.device.peak(Dtype::Bf16) * devices);
+            auto pn = L.per_nodes.find(s.nodes);
+            if (value > *L.cut && pn != L.per_nodes.end() && value > pn->second.value &&
+                L.front.dominates(tgs, mem.capacity - w.total, s.nodes)) {
+              ++L.pruned;
+              ++L.feasible;
+              continue;
+            }
+          }
+        }
+        Estimate e = impl_->evaluate_memory(s, *last_costs, std::move(mem), false, &memo, false);
         if (e.valid && non_finite_field(e).name != nullptr) {
           L.non_finite = std::move(e);  // reported after the join, from the calling thread
           break;
@@ -914,6 +1010,7 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
             L.points = std::move(front);
             // A front that stays large is cut again only when it has doubled.
             L.prune_at = std::max(kFrontPrune, 2 * L.points.size());
+            if (bound) L.front.assign(L.points);
           }
           const Ranked me{objective_value(e, options.objective), strategy_tuple(s), id};
           auto pn = L.per_nodes.find(s.nodes);
@@ -923,6 +1020,8 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
             std::nth_element(L.best.begin(), L.best.begin() + static_cast<std::ptrdiff_t>(keep - 1), L.best.end(),
                              ranked_better);
             L.best.resize(keep);
+            // The kept results' worst: a candidate must be better to enter them.
+            L.cut = std::max_element(L.best.begin(), L.best.end(), ranked_better)->value;
           }
         }
         if (options.keep_all) L.all.emplace_back(id, std::move(e));
@@ -973,6 +1072,7 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
     points.insert(points.end(), L.points.begin(), L.points.end());
     result.evaluated += L.evaluated;
     result.feasible += L.feasible;
+    result.pruned += L.pruned;
     for (const auto& [rule, count] : L.rejected.by_rule) rejected.by_rule[rule] += count;
     rejected.by_rule["memory"] += L.infeasible;
     for (Estimate& e : L.closest) result.closest.push_back(std::move(e));

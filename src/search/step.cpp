@@ -194,6 +194,18 @@ schedule::Pipeline pipeline_of(const ModelSpec& m, const Strategy& s, const Laye
   return pipeline_from(rank_times(m, s, c), s, comm);
 }
 
+double step_lower_bound(const ModelSpec& m, const Strategy& s, const LayerCosts& c) {
+  const bool ep_overlap = s.overlap.ep && s.parallel.pp > 1;
+  auto total = [&](const KindCost& k) {
+    const Exposed e = expose(k, ep_overlap, s.overlap.tp);
+    return e.f + e.b + e.w;
+  };
+  const double layers = model::dense_layers(m) * total(c.dense) + model::moe_layers(m) * total(c.moe);
+  // (1 - 1e-9): the bound is summed in another order than the step; rounding must not lift
+  // it above a step it equals.
+  return schedule::micro_batches(s) * layers / std::max(1, s.parallel.pp) * (1 - 1e-9);
+}
+
 MemoryBreakdown worst_memory(const MemoryEstimate& memory) {
   MemoryBreakdown mb;
   if (memory.stages.empty()) return mb;

@@ -28,6 +28,13 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
                        const MemoryEstimate& memory, const StrategyComm& comm, bool detail = true,
                        bool simulate = false);
 
+/// A lower bound of evaluate_step's closed-form step time (simulate = false) that costs no
+/// per-rank work: the bottleneck rank's micro-batch takes at least the average rank's share of
+/// the transformer layers (every schedule's ranks together run each layer once per
+/// micro-batch), and the step at least `micro_batches` of it; every other term is >= 0. The
+/// search skips a candidate whose bound cannot enter its results (branch and bound).
+double step_lower_bound(const ModelSpec& m, const Strategy& s, const LayerCosts& c);
+
 /// The worst stage's memory as the estimate reports it (zeros without stages).
 MemoryBreakdown worst_memory(const MemoryEstimate& m);
 

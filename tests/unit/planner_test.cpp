@@ -205,6 +205,69 @@ TEST_SUITE("search.planner") {
     for (std::size_t i = 0; i < first.best.size(); ++i) CHECK(first.best[i].step_time_s == again.best[i].step_time_s);
   }
 
+  TEST_CASE("a repeated search without the timeline's events; the cache keeps the latest 64 answers") {
+    SpacePlan space = load_space("default");
+    space.space.nodes.values = {16};
+    Planner planner(space.hardware, space.model);
+    const SearchResult first = planner.search(space.space, SearchOptions{});
+    REQUIRE_FALSE(first.best_timeline.events.empty());
+    SearchOptions ranking;
+    ranking.timeline = false;
+    const SearchResult lean = planner.search(space.space, ranking);
+    CHECK(lean.from_cache);
+    CHECK(lean.best_timeline.events.empty());
+    CHECK(lean.best_timeline.step_time_s == first.best_timeline.step_time_s);
+    REQUIRE(lean.best.size() == first.best.size());
+    CHECK(lean.best.front().step_time_s == first.best.front().step_time_s);
+    // asked again with events: all of them, as the first time
+    const SearchResult full = planner.search(space.space, SearchOptions{});
+    CHECK(full.from_cache);
+    REQUIRE(full.best_timeline.events.size() == first.best_timeline.events.size());
+    CHECK(full.best_timeline.events.back().end_s == first.best_timeline.events.back().end_s);
+    // 64 other questions (top 101..164; the first asked for 20) push the first one out
+    for (int top = 101; top <= 164; ++top) {
+      SearchOptions o = ranking;
+      o.top = top;
+      (void)planner.search(space.space, o);
+    }
+    CHECK_FALSE(planner.search(space.space, SearchOptions{}).from_cache);
+  }
+
+  TEST_CASE("branch and bound: the same results with and without pruning") {
+    // The bound (step_lower_bound) only skips candidates that can enter neither the kept
+    // results, nor their node count's best, nor the Pareto front; so every list is the same.
+    for (const char* name : {"qwen3-235b-h100", "mixtral-h100"}) {
+      CAPTURE(name);
+      const SpacePlan space = load_space(name);
+      // Two planners: one planner answers the same question from its cache.
+      Planner planner(space.hardware, space.model), other(space.hardware, space.model);
+      SearchOptions on;
+      on.threads = 2;
+      on.top = 10;
+      SearchOptions off = on;
+      off.prune = false;
+      const SearchResult a = planner.search(space.space, on);
+      const SearchResult b = other.search(space.space, off);
+      CHECK(a.pruned > 0);
+      CHECK(b.pruned == 0);
+      CHECK(a.feasible == b.feasible);
+      CHECK(a.evaluated == b.evaluated);
+      auto same = [](const std::vector<Estimate>& x, const std::vector<Estimate>& y) {
+        REQUIRE(x.size() == y.size());
+        for (std::size_t i = 0; i < x.size(); ++i) {
+          CHECK(x[i].step_time_s == y[i].step_time_s);
+          CHECK(x[i].memory_bytes.total == y[i].memory_bytes.total);
+          CHECK(!better(x[i], y[i], Objective::Tgs));
+          CHECK(!better(y[i], x[i], Objective::Tgs));
+        }
+      };
+      REQUIRE(a.best.size() == 10);
+      same(a.best, b.best);
+      same(a.pareto, b.pareto);
+      same(a.best_per_nodes, b.best_per_nodes);
+    }
+  }
+
   TEST_CASE("the Pareto front: no member is dominated by another") {
     SpacePlan space = load_space("default");
     Planner planner(space.hardware, space.model);
