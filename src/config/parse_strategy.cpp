@@ -129,7 +129,8 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
   if (auto v = r.text("model", Need::Required)) sp.model = *v;
   choice.read(r, "nodes", sp.nodes, count(1, 1 << 20), Need::Required);
 
-  // Parallel degrees: absent means 1 in a strategy and `auto` in a space.
+  // Parallel degrees: absent means 1 in a strategy and `auto` in a space (cp and etp: 1;
+  // `auto` on them enumerates their degrees).
   {
     const Node* node = r.get("parallel", space ? Need::Optional : Need::Required);
     MapReader p(node, diags, "parallel", r.loc());
@@ -139,7 +140,7 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
                               std::pair{"cp", &sp.cp}}) {
       choice.read(p, key, *field, count(1, 1 << 20));
       if (field->values.empty() && !field->auto_values) {
-        if (space) {
+        if (space && field != &sp.cp && field != &sp.etp) {
           field->auto_values = true;
         } else {
           field->values = {1};

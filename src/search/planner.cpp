@@ -462,6 +462,13 @@ std::vector<T> pick(const Choice<T>& c, std::vector<T> automatic) {
   return c.values.empty() ? automatic : c.values;
 }
 
+// `auto` gives every value worth trying; absent gives the default.
+template <typename T>
+std::vector<T> pick(const Choice<T>& c, std::vector<T> automatic, std::vector<T> absent) {
+  if (c.auto_values) return automatic;
+  return c.values.empty() ? absent : c.values;
+}
+
 template <typename T>
 std::vector<T> pick_or(const Choice<T>& c, T fallback) {
   return c.values.empty() || c.auto_values ? std::vector<T>{fallback} : c.values;
@@ -553,6 +560,47 @@ struct Enumeration {
   }
 };
 
+// `recompute: auto`: none, Megatron's selective, full, torchtitan's op, and by module (each
+// module the model has alone, all of them, and the sets published for DeepSeek-V3: RMSNorm +
+// MLA up-projection + SwiGLU (DeepSeek-V3 report sec. 3.2.3, 3.3.2), MLA up-projection + MLP
+// (Megatron-Bridge's DeepSeek-V3 recipe)).
+std::vector<Recompute> recompute_auto(const ModelSpec& m) {
+  std::vector<Recompute> out(4);
+  out[1].mode = RecomputeMode::Selective;
+  out[2].mode = RecomputeMode::Full;
+  out[3].mode = RecomputeMode::Op;
+  const bool mla = m.attention.kind == AttentionKind::Mla, moe = m.moe.has_value();
+  const bool dense_ffn = !moe || m.moe->dense_layers > 0;
+  const bool shared = moe && m.moe->shared_experts > 0;
+  std::vector<RecomputeModule> has = {RecomputeModule::CoreAttn, RecomputeModule::LayerNorm};
+  if (mla) has.push_back(RecomputeModule::MlaUpProj);
+  if (dense_ffn) has.push_back(RecomputeModule::Mlp);
+  if (moe) {
+    has.push_back(RecomputeModule::Moe);
+    has.push_back(RecomputeModule::MoeAct);
+  }
+  if (shared) has.push_back(RecomputeModule::SharedExperts);
+  auto modules = [&](std::initializer_list<RecomputeModule> list) {
+    Recompute r;
+    r.mode = RecomputeMode::Modules;
+    for (RecomputeModule x : list) r.modules[static_cast<std::size_t>(x)] = true;
+    if (std::find_if(out.begin(), out.end(), [&](const Recompute& o) { return o.mode == r.mode && o.modules == r.modules; }) ==
+        out.end()) {
+      out.push_back(r);
+    }
+  };
+  for (RecomputeModule x : has) modules({x});
+  Recompute all;
+  all.mode = RecomputeMode::Modules;
+  for (RecomputeModule x : has) all.modules[static_cast<std::size_t>(x)] = true;
+  if (has.size() > 1) out.push_back(all);
+  if (mla && moe) {
+    modules({RecomputeModule::LayerNorm, RecomputeModule::MlaUpProj, RecomputeModule::MoeAct});
+    if (dense_ffn) modules({RecomputeModule::MlaUpProj, RecomputeModule::Mlp});
+  }
+  return out;
+}
+
 Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSpace& sp) {
   Enumeration e;
   const int dpn = std::max(1, hw.devices_per_node());
@@ -561,12 +609,13 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
   std::vector<int> nodes_auto;
   for (int n = 1; n <= hw.max_nodes(); n *= 2) nodes_auto.push_back(n);
   const auto nodes = pick(sp.nodes, nodes_auto);
-  // tp: powers of two within a node; cp, etp: 1 unless listed.
+  // tp, etp: powers of two within a node; cp: 1 to 16 (the rules drop what the sequence or
+  // the layout does not allow); cp and etp are 1 unless listed or `auto`.
   std::vector<int> tp_auto;
   for (int t = 1; t <= dpn; t *= 2) tp_auto.push_back(t);
   const auto tps = pick(sp.tp, tp_auto);
-  const auto cps = pick(sp.cp, std::vector<int>{1});
-  const auto etps = pick(sp.etp, std::vector<int>{1});
+  const auto cps = pick(sp.cp, std::vector<int>{1, 2, 4, 8, 16}, std::vector<int>{1});
+  const auto etps = pick(sp.etp, moe ? tp_auto : std::vector<int>{1}, std::vector<int>{1});
   // Die-level EP follows the device: a space that asks for it on a one-die device (or a
   // dense model) gets card-level EP instead of no strategy at all.
   auto dies_choices = pick(sp.ep_over_dies, multi_die && moe ? std::vector<bool>{false, true}
@@ -574,15 +623,18 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
   if (!multi_die || !moe) dies_choices = {false};
   const auto mbs = pick(sp.micro_batch, std::vector<int>{1, 2, 4, 8});
   const auto gbs = pick_or(sp.global_batch, 1);
-  std::vector<Recompute> rc_auto(3);
-  rc_auto[1].mode = RecomputeMode::Selective;
-  rc_auto[2].mode = RecomputeMode::Full;
-  const auto rcs = pick(sp.recompute, rc_auto);
-  const auto zeros = pick(sp.zero, std::vector<int>{1});
-  const auto opts = pick(sp.optimizer, std::vector<Optimizer>{Optimizer::Adam});
-  const auto offs = pick(sp.optimizer_offload, std::vector<bool>{false});
-  const auto aoffs = pick(sp.activation_offload, std::vector<bool>{false});
-  const auto precs = pick(sp.precision, std::vector<Precision>{Precision::Bf16});
+  std::vector<Recompute> rc_absent(3);
+  rc_absent[1].mode = RecomputeMode::Selective;
+  rc_absent[2].mode = RecomputeMode::Full;
+  const auto rcs = pick(sp.recompute, recompute_auto(m), rc_absent);
+  const auto zeros = pick(sp.zero, std::vector<int>{0, 1, 2, 3}, std::vector<int>{1});
+  const auto opts = pick(sp.optimizer, std::vector<Optimizer>{Optimizer::Adam, Optimizer::AdamBf16, Optimizer::Adam8bit},
+                         std::vector<Optimizer>{Optimizer::Adam});
+  const auto offs = pick(sp.optimizer_offload, std::vector<bool>{false, true}, std::vector<bool>{false});
+  const auto aoffs = pick(sp.activation_offload, std::vector<bool>{false, true}, std::vector<bool>{false});
+  std::vector<Precision> prec_auto{Precision::Bf16};
+  if (hw.device.peak(Dtype::Fp8) > 0) prec_auto.push_back(Precision::Fp8);
+  const auto precs = pick(sp.precision, prec_auto, std::vector<Precision>{Precision::Bf16});
   e.dispatches = moe ? pick(sp.dispatch, std::vector<Dispatch>{Dispatch::AllGather, Dispatch::AllToAll, Dispatch::DeepEp,
                                                                Dispatch::SendRecvAllGather, Dispatch::SendRecvDeepEp})
                      : std::vector<Dispatch>{Dispatch::AllToAll};

@@ -268,6 +268,57 @@ TEST_SUITE("search.planner") {
     }
   }
 
+  TEST_CASE("`auto` enumerates every value of cp, etp, zero, optimizer, offload, precision, recompute") {
+    // Inner (training) choices multiply the candidates: zero 0-3 (x4), three optimizers (x3),
+    // each offload on and off (x2), BF16 and FP8 on H100 (x2). Absent keys keep one value.
+    SpacePlan space = load_space("mixtral-h100");
+    space.space.nodes.values = {8};
+    space.space.precision.values = {Precision::Bf16};  // zero [1], optimizer [adam] in the file
+    Planner planner(space.hardware, space.model);
+    SearchOptions one;
+    one.threads = 1;
+    one.top = 1;
+    one.resimulate = 0;
+    auto candidates = [&](const SearchSpace& sp) { return planner.search(sp, one).candidates; };
+    const std::size_t base = candidates(space.space);
+    REQUIRE(space.space.zero.values.size() == 1);
+    SearchSpace sp = space.space;
+    sp.zero.auto_values = true;
+    CHECK(candidates(sp) == 4 * base);
+    sp = space.space;
+    sp.optimizer.auto_values = true;
+    CHECK(candidates(sp) == 3 * base);
+    sp = space.space;
+    sp.optimizer_offload.auto_values = true;
+    sp.activation_offload.auto_values = true;
+    CHECK(candidates(sp) == 4 * base);
+    sp = space.space;
+    sp.precision.auto_values = true;
+    CHECK(candidates(sp) == 2 * base);
+    // recompute: none, selective, full, op; by module each of core_attn, layernorm, moe,
+    // moe_act (Mixtral: GQA, every FFN a MoE without shared experts) and all four: 9
+    sp = space.space;
+    sp.recompute = {};
+    sp.recompute.values.push_back(Recompute{});
+    const std::size_t one_rc = candidates(sp);
+    sp.recompute.auto_values = true;
+    CHECK(candidates(sp) == 9 * one_rc);
+    // cp and etp: auto tries more than the absent key's 1
+    sp = space.space;
+    sp.cp.auto_values = true;
+    CHECK(candidates(sp) > base);
+    sp = space.space;
+    sp.etp.auto_values = true;
+    CHECK(candidates(sp) > base);
+    // a space file that leaves cp and etp out means 1
+    const SearchSpace parsed = parse_search_space("hardware: h100-sxm-ib\nmodel: mixtral-8x7b\nnodes: 8\n"
+                                                  "training: {micro_batch: 1, global_batch: 64}\n", "space.yaml");
+    CHECK_FALSE(parsed.cp.auto_values);
+    CHECK(parsed.cp.values == std::vector<int>{1});
+    CHECK(parsed.etp.values == std::vector<int>{1});
+    CHECK(parsed.pp.auto_values);
+  }
+
   TEST_CASE("the Pareto front: no member is dominated by another") {
     SpacePlan space = load_space("default");
     Planner planner(space.hardware, space.model);
