@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -801,7 +803,9 @@ int cmd_calibrate_profile(const CalibrateArgs& a) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   CLI::App app{
       "paraplan: analytical performance planner and parallelism-strategy advisor for training\n"
       "large models (dense and MoE) on GPU and accelerator clusters.",
@@ -1104,4 +1108,20 @@ int main(int argc, char** argv) {
     return kExitInternal;
   }
   return kExitInternal;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int rc = run(argc, argv);
+  // What went to standard output must have arrived (a full disk, a closed pipe): a result
+  // that was not written is not a success.
+  std::cout.flush();
+  errno = 0;
+  if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::cerr << "paraplan: cannot write to standard output" << (errno != 0 ? std::string(": ") + std::strerror(errno) : "")
+              << '\n';
+    return rc == 0 || rc == kExitInfeasible ? kExitBadInput : rc;
+  }
+  return rc;
 }

@@ -194,8 +194,10 @@ std::string slurp(const fs::path& p) {
   return s.str();
 }
 
-/// Runs `paraplan ARGS...` in `cwd` with stdin closed, killing it after `limit_s`.
-Run run_cli(const std::vector<std::string>& args, const fs::path& cwd, double limit_s = 20) {
+/// Runs `paraplan ARGS...` in `cwd` with stdin closed, killing it after `limit_s`; standard
+/// output goes to `stdout_to` when given (then `out` is empty).
+Run run_cli(const std::vector<std::string>& args, const fs::path& cwd, double limit_s = 20,
+            const char* stdout_to = nullptr) {
   const fs::path out_file = cwd / ".run.out", err_file = cwd / ".run.err";
   const auto start = std::chrono::steady_clock::now();
   pid_t pid = fork();
@@ -203,7 +205,7 @@ Run run_cli(const std::vector<std::string>& args, const fs::path& cwd, double li
   if (pid == 0) {
     if (chdir(cwd.c_str()) != 0) _exit(127);
     int in = open("/dev/null", O_RDONLY);
-    int out = open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int out = stdout_to != nullptr ? open(stdout_to, O_WRONLY) : open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     int err = open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (in < 0 || out < 0 || err < 0) _exit(127);
     dup2(in, 0);
@@ -230,7 +232,7 @@ Run run_cli(const std::vector<std::string>& args, const fs::path& cwd, double li
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   if (!r.timed_out && WIFEXITED(status)) r.code = WEXITSTATUS(status);
-  r.out = slurp(out_file);
+  if (stdout_to == nullptr) r.out = slurp(out_file);
   r.err = slurp(err_file);
   return r;
 }
@@ -550,6 +552,19 @@ TEST_SUITE("numbers.finite") {
 
 TEST_SUITE("cli.no_silent_noops") {
   // Each of these used to exit 0 having done something other than what was asked.
+  TEST_CASE("a result that cannot be written to standard output is exit 2, not a success") {
+    // /dev/full fails every write with ENOSPC, as a full disk does.
+    Scratch s("stdout-full");
+    for (const std::vector<std::string>& args : {std::vector<std::string>{"rank", "--format", "json"},
+                                                 std::vector<std::string>{"list"},
+                                                 std::vector<std::string>{"evaluate", "br166-ep16-mb2"}}) {
+      CAPTURE(args.front());
+      const Run r = run_cli(args, s.dir, 20, "/dev/full");
+      CHECK(r.code == 2);
+      CHECK(contains(r.err, "cannot write to standard output"));
+    }
+  }
+
   TEST_CASE("arguments that would be ignored are exit 2, naming the problem") {
     Scratch s("noops");
     const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
