@@ -357,6 +357,7 @@ int cmd_compare(const std::vector<std::string>& refs, const std::string& format)
 
 struct RankArgs {
   std::string hardware, model, space = "default", output, format = "table", objective, export_to;
+  bool space_given = false;
   std::vector<int> nodes;
   std::vector<std::string> sets;
   int top = 0, threads = 0, resimulate = 64;
@@ -448,6 +449,19 @@ int cmd_rank(const RankArgs& a) {
   }
   if (!a.objective.empty()) sets.push_back("objective=" + a.objective);
   paraplan::SpacePlan space = paraplan::load_space(a.space, sets);
+  if (!a.space_given && (!a.hardware.empty() || !a.model.empty())) {
+    // The default space holds the seeds' choices (BR166, their batch); another hardware and
+    // model pair with a built-in space of its own is searched in that one.
+    for (const paraplan::Preset& pr : paraplan::presets()) {
+      if (pr.kind != paraplan::FileKind::Space || pr.name == a.space) continue;
+      const paraplan::SpacePlan own = paraplan::load_space(pr.name);
+      if (own.hardware.name != space.hardware.name || own.model.name != space.model.name) continue;
+      std::cerr << "paraplan rank: searching the built-in space " << pr.name << " (" << space.model.name << " on "
+                << space.hardware.name << "); -s default searches the default space instead\n";
+      space = paraplan::load_space(pr.name, sets);
+      break;
+    }
+  }
   paraplan::Planner planner(space.hardware, space.model);
   paraplan::SearchOptions opt;
   opt.threads = a.threads;
@@ -882,7 +896,11 @@ int run(int argc, char** argv) {
   auto* rank = app.add_subcommand("rank", "Search every valid strategy of a space and rank them");
   rank->add_option("-H,--hardware", rank_args.hardware, "Hardware (name or file); default: the space's");
   rank->add_option("-m,--model", rank_args.model, "Model (name, YAML file or Hugging Face config.json); default: the space's");
-  rank->add_option("-s,--space", rank_args.space, "Search space (name or file)")->capture_default_str();
+  rank->add_option("-s,--space", rank_args.space,
+                   "Search space (name or file); default: `default`, or with -H / -m the built-in space of that "
+                   "hardware and model when there is one")
+      ->capture_default_str()
+      ->each([&rank_args](const std::string&) { rank_args.space_given = true; });
   rank->add_option("--nodes", rank_args.nodes, "Node counts, e.g. --nodes 16,32,64")->delimiter(',');
   rank->add_option("--top", rank_args.top, "How many strategies to show (default: the space's top)")
       ->check(whole_in(1, 1000000));

@@ -565,6 +565,31 @@ TEST_SUITE("cli.no_silent_noops") {
     }
   }
 
+  TEST_CASE("rank -H h800-ib -m deepseek-v3 searches that pair's built-in space: DeepSeek's own plan is in it") {
+    // DeepSeek-V3 report sec. 3.2 / 4.2: 2048 H800, TP1 PP16 EP64, DualPipe, batch 15360. The
+    // default space's batch (960, the seeds') cannot split over DP 128 (rule batch_dp).
+    Scratch s("rank-pair");
+    const Run r = run_cli({"rank", "-H", "h800-ib", "-m", "deepseek-v3", "--nodes", "256", "--format", "csv"}, s.dir);
+    REQUIRE(r.code == 0);
+    CHECK(contains(r.err, "deepseek-v3-h800-cluster"));
+    // nodes,tp,pp,dp,ep,...,schedule (column 21),feasible (22)
+    auto deepseek_fits = [](const std::string& csv) {
+      std::istringstream in(csv);
+      for (std::string line; std::getline(in, line);) {
+        std::vector<std::string> f;
+        std::stringstream ls(line);
+        for (std::string x; std::getline(ls, x, ',');) f.push_back(x);
+        if (f.size() > 21 && f[1] == "1" && f[2] == "16" && f[4] == "64" && f[20] == "dualpipe" && f[21] == "1") return true;
+      }
+      return false;
+    };
+    CHECK(deepseek_fits(r.out));
+    const Run d = run_cli({"rank", "-s", "default", "-H", "h800-ib", "-m", "deepseek-v3", "--nodes", "256", "--format", "csv"}, s.dir);
+    REQUIRE(d.code == 0);
+    CHECK_FALSE(contains(d.err, "deepseek-v3-h800-cluster"));
+    CHECK_FALSE(deepseek_fits(d.out));
+  }
+
   TEST_CASE("arguments that would be ignored are exit 2, naming the problem") {
     Scratch s("noops");
     const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
