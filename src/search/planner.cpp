@@ -946,7 +946,7 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
     Front front;                // the last cut of `points`, for the bound
     std::optional<double> cut;  // the worst of `best` after its last trim
     std::size_t pruned = 0;
-    Counter rejected;
+    std::vector<std::pair<const char*, std::size_t>> rejected_by;  // rule name -> count
     std::size_t evaluated = 0, feasible = 0, infeasible = 0, infeasible_rules = 0;
     double layer_seconds = 0;
     std::optional<Estimate> non_finite;  // the first estimate with a NaN or infinity: a bug
@@ -990,7 +990,10 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
         const std::uint64_t id = static_cast<std::uint64_t>(li) * en.inner_size + j;
         en.fill(s, id);
         if (const char* rule = first_broken_rule(s, impl_->hw, impl_->model)) {
-          ++L.rejected.by_rule[rule];
+          // Counted by the name's address (a literal): no string per rejected candidate.
+          auto r = std::find_if(L.rejected_by.begin(), L.rejected_by.end(), [&](const auto& e) { return e.first == rule; });
+          if (r == L.rejected_by.end()) r = L.rejected_by.insert(L.rejected_by.end(), {rule, 0});
+          ++r->second;
           ++L.infeasible_rules;
           continue;
         }
@@ -1125,7 +1128,7 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
     result.evaluated += L.evaluated;
     result.feasible += L.feasible;
     result.pruned += L.pruned;
-    for (const auto& [rule, count] : L.rejected.by_rule) rejected.by_rule[rule] += count;
+    for (const auto& [rule, count] : L.rejected_by) rejected.by_rule[rule] += count;
     rejected.by_rule["memory"] += L.infeasible;
     for (Estimate& e : L.closest) result.closest.push_back(std::move(e));
     ranked.insert(ranked.end(), L.best.begin(), L.best.end());
