@@ -138,7 +138,9 @@ struct SearchResult {
   std::size_t candidates = 0;        ///< combinations enumerated
   std::size_t evaluated = 0;         ///< passed the rules and were evaluated
   std::size_t feasible = 0;          ///< of those, fit in memory
-  std::size_t pruned = 0;            ///< of those, not timed: their bound could not enter the results
+  /// Of those, not timed: their bound could not enter the results. With several threads the
+  /// count depends on which worker met which candidate first; the results do not.
+  std::size_t pruned = 0;
   std::vector<RuleCount> rejected;   ///< by rule (rules of docs/inputs.md, plus `memory`)
   double seconds = 0;                ///< whole search, wall clock
   double enumerate_seconds = 0;      ///< enumeration and rule checks

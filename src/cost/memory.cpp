@@ -449,10 +449,6 @@ MemoryInputs memory_inputs(const Plan& plan, double expert_load) {
   return in;
 }
 
-ChunkCounts count_chunk(const ModelSpec& m, const schedule::Chunk& c, bool embedding_copy) {
-  return count_chunk(m, model::dense_layers(m), c, embedding_copy);
-}
-
 ChunkCounts count_chunk(const ModelSpec& m, int nd_model, const schedule::Chunk& c, bool embedding_copy) {
   ChunkCounts n;
   n.dense = std::max(0, std::min(c.first_layer + c.layers, nd_model) - c.first_layer);
@@ -499,7 +495,7 @@ ParamCount counted_params(const MemoryInputs& in, const ModelSpec& m, const Chun
 
 ParamCount chunk_params(const MemoryInputs& in, const ModelSpec& m, const schedule::Chunk& c,
                         bool embedding_copy) {
-  return counted_params(in, m, count_chunk(m, c, embedding_copy));
+  return counted_params(in, m, count_chunk(m, model::dense_layers(m), c, embedding_copy));
 }
 
 ParamCount chunk_params(const Plan& plan, const schedule::Chunk& c, bool embedding_copy) {
@@ -633,6 +629,28 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
     }
   };
 
+  // Rank r's activations, `in_flight` sets spread evenly over its chunks, its host memory and
+  // its total (everything else of `st` filled from `o`).
+  auto place_sets = [&](StageMemory& st, int r, double in_flight, std::size_t chunks, const Held& o) {
+    st.stage = r;
+    st.in_flight = in_flight;
+    const double sets_per_chunk_avg = in_flight / static_cast<double>(chunks);
+    double on_device = sets_per_chunk_avg;
+    st.host_bytes = o.optimizer_host;
+    if (s.training.activation_offload && in_flight > 1) {
+      // Offload: every in-flight set but the one being computed lives in host memory.
+      on_device = 1.0 / static_cast<double>(chunks);
+      st.host_bytes += o.per_set_sum * (sets_per_chunk_avg - on_device);
+    }
+    st.activations = o.per_set_sum * on_device;
+    if (detail) add_parts(st.activation_parts, o.per_set, on_device);
+    if (s.training.recompute.mode != RecomputeMode::None) {
+      st.activations += o.ws;
+      if (detail) add_part(st.activation_parts, "recompute_working_set", o.ws);
+    }
+    st.total = st.weights + st.gradients + st.optimizer_states + st.activations + st.buffers + st.reserve;
+  };
+
   const auto layout = schedule::rank_chunks(m, s);
   const auto& ranks = *layout;
   const int pp = static_cast<int>(ranks.size());
@@ -652,24 +670,17 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
           ((c.head && m.tied_embeddings) || (c.mtp && m.mtp_depth > 0)) && !holds_embedding;
       n.add(count_chunk(m, nd_model, c, embedding_copy));
     }
-    const bool same = r > 0 && !detail && n == held.n && chunks.size() == held.chunks;
+    const bool same = r > 0 && n == held.n && chunks.size() == held.chunks;
     if (!same) held_by(n, chunks.size(), held);
+    const double in_flight = schedule::in_flight_sets(s, r, est.micro_batches);
     if (same && compact) {
       // Only in-flight sets differ from the rank before: the run's representative is the
       // rank that holds the most (the first, as every schedule's warm-up shrinks with r).
-      StageMemory& rep = est.stages.back();
-      const double in_flight = schedule::in_flight_sets(s, r, est.micro_batches);
-      if (in_flight > rep.in_flight) {
-        rep.stage = r;
-        rep.in_flight = in_flight;
-        rep.activations = held.per_set_sum * (in_flight / static_cast<double>(chunks.size())) + held.ws;
-        rep.total = rep.weights + rep.gradients + rep.optimizer_states + rep.activations + rep.buffers + rep.reserve;
-      }
+      if (in_flight > est.stages.back().in_flight) place_sets(est.stages.back(), r, in_flight, chunks.size(), held);
       continue;
     }
 
     StageMemory& st = est.stages.emplace_back();
-    st.stage = r;
     st.dense_params = held.pc.dense;
     st.expert_params = held.pc.expert;
     st.dense_layers = n.dense;
@@ -677,31 +688,13 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
     st.layers = n.dense + n.moe;
     st.embedding = n.embedding > 0;
     st.head = n.head > 0;
-
-    // Activations: the schedule's in-flight sets, spread evenly over the rank's chunks.
-    st.in_flight = schedule::in_flight_sets(s, r, est.micro_batches);
-    const double sets_per_chunk_avg = st.in_flight / static_cast<double>(chunks.size());
-    double on_device = sets_per_chunk_avg;
-    if (s.training.activation_offload && st.in_flight > 1) {
-      // Offload: every in-flight set but the one being computed lives in host memory.
-      on_device = 1.0 / static_cast<double>(chunks.size());
-      st.host_bytes += held.per_set_sum * (sets_per_chunk_avg - on_device);
-    }
-    st.activations = held.per_set_sum * on_device;
-    if (detail) add_parts(st.activation_parts, held.per_set, on_device);
-    if (s.training.recompute.mode != RecomputeMode::None) {
-      st.activations += held.ws;
-      if (detail) add_part(st.activation_parts, "recompute_working_set", held.ws);
-    }
     st.weights = held.weights;
     st.gradients = held.gradients;
     st.optimizer_states = held.optimizer_states;
-    st.host_bytes += held.optimizer_host;
     st.buffers = held.buffers;
     if (detail) st.buffer_parts = held.buffer_parts;
     st.reserve = hw.device.memory_reserve_bytes;
-    st.total =
-        st.weights + st.gradients + st.optimizer_states + st.activations + st.buffers + st.reserve;
+    place_sets(st, r, in_flight, chunks.size(), held);
   }
 
   for (std::size_t i = 1; i < est.stages.size(); ++i) {

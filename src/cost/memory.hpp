@@ -95,8 +95,7 @@ struct ChunkCounts {
   void add(const ChunkCounts& o);
   bool operator==(const ChunkCounts& o) const;
 };
-ChunkCounts count_chunk(const ModelSpec& m, const schedule::Chunk& c, bool embedding_copy);
-/// The same with the model's dense-layer count given (model::dense_layers).
+/// What chunk `c` holds; `nd_model` = model::dense_layers(m).
 ChunkCounts count_chunk(const ModelSpec& m, int nd_model, const schedule::Chunk& c, bool embedding_copy);
 
 /// Parameters of what `n` counts, from precomputed inputs.

@@ -414,14 +414,19 @@ Evaluation Planner::explain(const Strategy& s) const {
 
 namespace {
 
-double objective_value(const Estimate& e, Objective o) {
+// Smaller is better.
+double objective_value(Objective o, double step_s, double tgs, double mfu, double memory) {
   switch (o) {
-    case Objective::Tgs: return -e.tokens_per_device_per_s;
-    case Objective::StepTime: return e.step_time_s;
-    case Objective::Mfu: return -e.mfu;
-    case Objective::Memory: return e.memory_bytes.total;
+    case Objective::Tgs: return -tgs;
+    case Objective::StepTime: return step_s;
+    case Objective::Mfu: return -mfu;
+    case Objective::Memory: return memory;
   }
   return 0;
+}
+
+double objective_value(const Estimate& e, Objective o) {
+  return objective_value(o, e.step_time_s, e.tokens_per_device_per_s, e.mfu, e.memory_bytes.total);
 }
 
 auto strategy_tuple(const Strategy& s) {
@@ -1011,28 +1016,22 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
           last_key = std::move(lk);
         }
         MemoryEstimate mem = cost::combine_memory(last_costs->memory, impl_->hw, impl_->model, s, false);
+        // The space's headroom: a strategy may use at most this fraction of device memory.
+        const double worst = search::worst_memory(mem).total;
+        const bool fits = mem.feasible && worst <= space.memory_headroom * mem.capacity;
         // Branch and bound: a candidate that fits, whose step-time bound can enter neither
         // the kept results, nor the best of its node count, nor the Pareto front (the
         // thread's last cut of it dominates the bound), is not timed. It fits in memory.
-        if (bound && mem.feasible && !mem.stages.empty()) {
-          const StageMemory& w = mem.stages[static_cast<std::size_t>(mem.worst_stage)];
-          if (w.total <= space.memory_headroom * mem.capacity && L.cut.has_value()) {
-            const double lb = search::step_lower_bound(impl_->model, s, *last_costs);
-            const double tokens = static_cast<double>(s.training.global_batch) *
-                                  (s.training.seq_len > 0 ? s.training.seq_len : seq);
-            const double devices = static_cast<double>(s.nodes) * impl_->hw.devices_per_node();
-            const double tgs = tokens / (lb * devices);
-            const double value = options.objective == Objective::StepTime ? lb
-                                 : options.objective == Objective::Tgs
-                                     ? -tgs
-                                     : -last_costs->model_flops_per_token * tokens / (lb * impl_->hw.device.peak(Dtype::Bf16) * devices);
-            auto pn = L.per_nodes.find(s.nodes);
-            if (value > *L.cut && pn != L.per_nodes.end() && value > pn->second.value &&
-                L.front.dominates(tgs, mem.capacity - w.total, s.nodes)) {
-              ++L.pruned;
-              ++L.feasible;
-              continue;
-            }
+        if (bound && fits && L.cut.has_value()) {
+          const double lb = search::step_lower_bound(impl_->model, s, *last_costs);
+          const search::StepScale sc = search::step_scale(impl_->hw, impl_->model, s, *last_costs);
+          const double value = objective_value(options.objective, lb, sc.tgs(lb), sc.mfu(lb), worst);
+          auto pn = L.per_nodes.find(s.nodes);
+          if (value > *L.cut && pn != L.per_nodes.end() && value > pn->second.value &&
+              L.front.dominates(sc.tgs(lb), mem.capacity - worst, s.nodes)) {
+            ++L.pruned;
+            ++L.feasible;
+            continue;
           }
         }
         Estimate e = impl_->evaluate_memory(s, *last_costs, std::move(mem), false, &memo, false);
@@ -1040,8 +1039,7 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
           L.non_finite = std::move(e);  // reported after the join, from the calling thread
           break;
         }
-        // The space's headroom: a strategy may use at most this fraction of device memory.
-        if (e.feasible && e.memory_bytes.total > space.memory_headroom * e.memory_bytes.capacity) {
+        if (e.feasible && !fits) {
           e.feasible = false;
           e.infeasible_reasons.push_back("memory headroom");
         }

@@ -119,14 +119,22 @@ double bubble(const Strategy& s, const RankTime& chunk) {
 // Per-micro-batch times of every chunk of every rank (exposed communication included).
 struct Ranks {
   std::vector<std::vector<RankTime>> chunks;  ///< [rank][chunk]
+  void add(int rank, const RankTime& t) {
+    if (static_cast<std::size_t>(rank) == chunks.size()) chunks.emplace_back();
+    chunks.back().push_back(t);
+  }
 };
+
+// EP communication hides behind the paired micro-batch's compute only with another
+// micro-batch in flight on the rank (pp > 1).
+bool ep_overlapped(const Strategy& s) { return s.overlap.ep && s.parallel.pp > 1; }
 
 // Per-micro-batch times of every chunk of every rank (exposed communication included):
 // `on_chunk(rank, times)` for each chunk of a rank in order, then `on_rank(rank, total)` with
 // one micro-batch's share of all the rank's chunks.
 template <typename OnChunk, typename OnRank>
 void each_rank(const ModelSpec& m, const Strategy& s, const LayerCosts& c, OnChunk&& on_chunk, OnRank&& on_rank) {
-  const bool ep_overlap = s.overlap.ep && s.parallel.pp > 1;
+  const bool ep_overlap = ep_overlapped(s);
   const Exposed dense = expose(c.dense, ep_overlap, s.overlap.tp);
   const Exposed moe = expose(c.moe, ep_overlap, s.overlap.tp);
   const Exposed mtp = expose(c.mtp, ep_overlap, s.overlap.tp);
@@ -167,11 +175,7 @@ Ranks rank_times(const ModelSpec& m, const Strategy& s, const LayerCosts& c) {
   Ranks out;
   each_rank(
       m, s, c,
-      [&](int rank, const RankTime& t) {
-        if (static_cast<std::size_t>(rank) == out.chunks.size()) out.chunks.emplace_back();
-        out.chunks.back().push_back(t);
-      },
-      [](int, const RankTime&) {});
+      [&](int rank, const RankTime& t) { out.add(rank, t); }, [](int, const RankTime&) {});
   return out;
 }
 
@@ -194,8 +198,19 @@ schedule::Pipeline pipeline_of(const ModelSpec& m, const Strategy& s, const Laye
   return pipeline_from(rank_times(m, s, c), s, comm);
 }
 
+StepScale step_scale(const HardwareSpec& hw, const ModelSpec& m, const Strategy& s, const LayerCosts& c) {
+  StepScale sc;
+  const double seq = s.training.seq_len > 0 ? s.training.seq_len : m.seq_len;
+  sc.tokens = static_cast<double>(s.training.global_batch) * seq;
+  sc.devices = s.nodes * hw.devices_per_node();
+  sc.peak = hw.device.peak(Dtype::Bf16) * sc.devices;
+  // FLOP per token at the strategy's sequence length (attention grows with it).
+  sc.model_flops = c.model_flops_per_token * sc.tokens;
+  return sc;
+}
+
 double step_lower_bound(const ModelSpec& m, const Strategy& s, const LayerCosts& c) {
-  const bool ep_overlap = s.overlap.ep && s.parallel.pp > 1;
+  const bool ep_overlap = ep_overlapped(s);
   auto total = [&](const KindCost& k) {
     const Exposed e = expose(k, ep_overlap, s.overlap.tp);
     return e.f + e.b + e.w;
@@ -240,9 +255,7 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
   each_rank(
       m, s, c,
       [&](int rank, const RankTime& t) {
-        if (!simulated) return;
-        if (static_cast<std::size_t>(rank) == ranks.chunks.size()) ranks.chunks.emplace_back();
-        ranks.chunks.back().push_back(t);
+        if (simulated) ranks.add(rank, t);
       },
       [&](int, const RankTime& r) {
         if (r.total() > worst.total()) {
@@ -339,19 +352,15 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
   // Metrics: TGS over devices (and dies), MFU over the BF16 dense peak with the model FLOP
   // convention of count_model (MTP FLOP included: it is trained), HFU adds the recomputed
   // forward FLOP.
-  const double seq = s.training.seq_len > 0 ? s.training.seq_len : m.seq_len;
-  const double tokens = static_cast<double>(s.training.global_batch) * seq;
-  e.tokens_per_device_per_s = tokens / (e.step_time_s * e.devices);
+  const StepScale sc = step_scale(hw, m, s, c);
+  e.tokens_per_device_per_s = sc.tgs(e.step_time_s);
   e.tokens_per_die_per_s = e.tokens_per_device_per_s / std::max(1, hw.device.dies);
-  const double peak = hw.device.peak(Dtype::Bf16) * e.devices;
-  // FLOP per token at the strategy's sequence length (attention grows with it).
-  const double model_flops = c.model_flops_per_token * tokens;
-  e.mfu = model_flops / (e.step_time_s * peak);
+  e.mfu = sc.mfu(e.step_time_s);
   const double per_stage_devices = static_cast<double>(p.tp) * p.cp * p.dp;
   const double rc = micro * per_stage_devices *
                     (model::dense_layers(m) * c.dense.recompute_flops +
                      model::moe_layers(m) * c.moe.recompute_flops + m.mtp_depth * c.mtp.recompute_flops);
-  e.hfu = (model_flops + rc) / (e.step_time_s * peak);
+  e.hfu = (sc.model_flops + rc) / (e.step_time_s * sc.peak);
 
   // Memory.
   e.feasible = memory.feasible;

@@ -28,6 +28,15 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
                        const MemoryEstimate& memory, const StrategyComm& comm, bool detail = true,
                        bool simulate = false);
 
+/// What turns a step time into evaluate_step's TGS and MFU: the step's tokens, the devices,
+/// the model FLOP of the step and the devices' BF16 dense peak.
+struct StepScale {
+  double tokens = 0, devices = 0, model_flops = 0, peak = 0;
+  [[nodiscard]] double tgs(double step_s) const { return tokens / (step_s * devices); }
+  [[nodiscard]] double mfu(double step_s) const { return model_flops / (step_s * peak); }
+};
+StepScale step_scale(const HardwareSpec& hw, const ModelSpec& m, const Strategy& s, const LayerCosts& c);
+
 /// A lower bound of evaluate_step's closed-form step time (simulate = false) that costs no
 /// per-rank work: the bottleneck rank's micro-batch takes at least the average rank's share of
 /// the transformer layers (every schedule's ranks together run each layer once per
