@@ -102,18 +102,24 @@ std::vector<std::vector<Chunk>> build_rank_chunks(const ModelSpec& m, const Stra
 std::shared_ptr<const std::vector<std::vector<Chunk>>> rank_chunks(const ModelSpec& m, const Strategy& s) {
   const Parallel& p = s.parallel;
   const int vpp = s.schedule == Schedule::Interleaved ? p.vpp : 1;
-  const std::array<long long, 9> key = {m.layers, p.pp, vpp, static_cast<long long>(s.schedule), p.first_stage_layers,
-                                        p.last_stage_layers, p.embedding_in_split ? 1 : 0, p.loss_in_split ? 1 : 0,
-                                        p.pipeline_layout.empty() ? 0 : static_cast<long long>(std::hash<std::string>{}(p.pipeline_layout))};
+  // The layout string itself is part of the key (a hash of it could collide).
+  struct Key {
+    std::array<long long, 8> shape;
+    std::string layout;
+    bool operator==(const Key& o) const { return shape == o.shape && layout == o.layout; }
+  };
+  const Key key{{m.layers, p.pp, vpp, static_cast<long long>(s.schedule), p.first_stage_layers, p.last_stage_layers,
+                 p.embedding_in_split ? 1 : 0, p.loss_in_split ? 1 : 0},
+                p.pipeline_layout};
   struct Hash {
-    std::size_t operator()(const std::array<long long, 9>& k) const noexcept {
+    std::size_t operator()(const Key& k) const noexcept {
       std::size_t h = 1469598103934665603ull;
-      for (long long v : k) h = (h ^ static_cast<std::size_t>(v)) * 1099511628211ull;
-      return h;
+      for (long long v : k.shape) h = (h ^ static_cast<std::size_t>(v)) * 1099511628211ull;
+      return k.layout.empty() ? h : (h ^ std::hash<std::string>{}(k.layout)) * 1099511628211ull;
     }
   };
   using Layout = std::shared_ptr<const std::vector<std::vector<Chunk>>>;
-  thread_local std::unordered_map<std::array<long long, 9>, Layout, Hash> memo;
+  thread_local std::unordered_map<Key, Layout, Hash> memo;
   auto it = memo.find(key);
   if (it == memo.end()) {
     if (memo.size() >= 64) memo.clear();  // bounded: a long-lived thread meets many models
