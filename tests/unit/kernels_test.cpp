@@ -100,6 +100,38 @@ TEST_SUITE("cost.kernels") {
           doctest::Approx(0.6 * 32 * 2048 / (132.0 * 4296)));
   }
 
+  TEST_CASE("llm-foundry's Triton flash attention runs at half FlashAttention-2's rate") {
+    // The presets' `triton` kernel (llm-foundry's attn_impl triton, FlashAttention-1 in
+    // pre-MLIR Triton): its header (mosaicml/llm-foundry@b2a43a147 llmfoundry/models/layers/
+    // flash_attn_triton.py) puts it a little below CUDA FlashAttention-1 over forward +
+    // backward, and FlashAttention-2 is "around 2x" FlashAttention-1 (Dao 2023, arXiv
+    // 2307.08691, abstract). So each pass at fa2 / 2 (the presets round to 3 digits), same
+    // tiles and per-tile overheads: at any shape the kernel takes twice fa2's time.
+    for (const char* name : {"a100-sxm-ib", "h100-sxm-ib"}) {
+      CAPTURE(name);
+      const HardwareSpec hw = load_hardware(name);
+      const AttentionKernelSpec* fa2 = nullptr;
+      const AttentionKernelSpec* triton = nullptr;
+      for (const AttentionKernelSpec& k : hw.device.attention) {
+        if (k.name == "fa2") fa2 = &k;
+        if (k.name == "triton") triton = &k;
+      }
+      REQUIRE(fa2 != nullptr);
+      REQUIRE(triton != nullptr);
+      CHECK(triton->forward == doctest::Approx(fa2->forward / 2).epsilon(2e-3));
+      CHECK(triton->backward == doctest::Approx(fa2->backward / 2).epsilon(2e-3));
+      CHECK(triton->block == fa2->block);
+      CHECK(triton->forward_overhead == fa2->forward_overhead);
+      CHECK(triton->backward_overhead == fa2->backward_overhead);
+      // MPT-7B at 65536 tokens, 32 heads, causal: efficiency (and so time) in the ratio 1 : 2
+      for (bool backward : {false, true}) {
+        const double e2 = cost::attention_efficiency(*fa2, backward, 108, 32, 65536, 65536, true);
+        const double et = cost::attention_efficiency(*triton, backward, 108, 32, 65536, 65536, true);
+        CHECK(et / e2 == doctest::Approx(0.5).epsilon(2e-3));
+      }
+    }
+  }
+
   TEST_CASE("measured table points correct the model exactly where they were taken") {
     cost::GemmCorrection c;
     c.add(4096, 4096, 7168, 0.9);
