@@ -110,14 +110,13 @@ TEST_SUITE("cost.kernels") {
     for (const char* name : {"a100-sxm-ib", "h100-sxm-ib"}) {
       CAPTURE(name);
       const HardwareSpec hw = load_hardware(name);
-      const AttentionKernelSpec* fa2 = nullptr;
-      const AttentionKernelSpec* triton = nullptr;
-      for (const AttentionKernelSpec& k : hw.device.attention) {
-        if (k.name == "fa2") fa2 = &k;
-        if (k.name == "triton") triton = &k;
-      }
-      REQUIRE(fa2 != nullptr);
-      REQUIRE(triton != nullptr);
+      // the kernels as the planner picks them by name (`training.attention`)
+      const cost::ComputeModel cm_fa2 = cost::make_compute_model(hw, Precision::Bf16, "fa2");
+      const cost::ComputeModel cm_triton = cost::make_compute_model(hw, Precision::Bf16, "triton");
+      REQUIRE(cm_fa2.attention.name == "fa2");
+      REQUIRE(cm_triton.attention.name == "triton");
+      const AttentionKernelSpec* fa2 = &cm_fa2.attention;
+      const AttentionKernelSpec* triton = &cm_triton.attention;
       CHECK(triton->forward == doctest::Approx(fa2->forward / 2).epsilon(2e-3));
       CHECK(triton->backward == doctest::Approx(fa2->backward / 2).epsilon(2e-3));
       CHECK(triton->block == fa2->block);
