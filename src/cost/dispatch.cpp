@@ -172,6 +172,7 @@ EpLayout ep_layout(const HardwareSpec& hw, const ModelSpec& m, const Strategy& s
   if (m.moe) {
     const int max_nodes = s.moe.routing == Routing::NodeLimited ? m.moe->max_nodes_per_token : 0;
     ep.routing = routing_stats(m.moe->routed_experts, m.moe->top_k, ep.ep, ep.ranks_per_node, max_nodes);
+    ep.top_k = m.moe->top_k;
   }
   return ep;
 }
@@ -197,10 +198,18 @@ ExchangeCost exchange(const HardwareSpec& hw, const EpLayout& ep, Dispatch schem
       break;
     }
     case Dispatch::AllToAll: {
-      // One copy per distinct destination rank; intra-node and inter-node peers concurrently.
-      // The busiest rank receives `load` x the mean.
-      x.stages.push_back(inter_stage(hw, ep, "all_to_all_inter", L * B * r.remote_ranks_other_nodes));
-      x.stages.push_back(intra_stage(hw, ep, "all_to_all_intra", L * B * r.remote_ranks_same_node));
+      // One row per (token, routed expert) pair, not per destination rank: Megatron-Core's
+      // alltoall dispatcher permutes tokens x top_k rows and splits them by the rank holding
+      // each expert (NVIDIA/Megatron-LM@0014f137 megatron/core/transformer/moe/
+      // token_dispatcher.py, MoEAlltoAllTokenDispatcher: num_out_tokens = tokens x topk,
+      // input_splits = rows per rank), and the seeds' all2allv sends "(8 - 1)" copies with the
+      // merge of copies bound for one rank "not applied" (SEED_DIGEST sec. 5.1). Each rank
+      // holds E / ep experts, so k / ep of a token's rows go to each rank under every routing
+      // (node-limited too, by symmetry). Intra-node and inter-node peers concurrently; the
+      // busiest rank receives `load` x the mean.
+      const double rows_per_rank = static_cast<double>(ep.top_k) / ep.ep;
+      x.stages.push_back(inter_stage(hw, ep, "all_to_all_inter", L * B * rows_per_rank * (ep.ep - ep.ranks_per_node)));
+      x.stages.push_back(intra_stage(hw, ep, "all_to_all_intra", L * B * rows_per_rank * (ep.ranks_per_node - 1)));
       x.overlap = StageOverlap::Pipelined;
       break;
     }

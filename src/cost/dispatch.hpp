@@ -58,6 +58,7 @@ struct EpLayout {
   int ranks_per_node = 1;   ///< EP ranks inside one node
   int nodes = 1;            ///< nodes the EP group spans
   double tokens = 0;        ///< tokens a rank routes per micro-batch (mean)
+  int top_k = 1;            ///< routed experts per token
   double load = 1;          ///< busiest rank's received copies / mean (routing x imbalance)
   double dispatch_bytes = 0;  ///< bytes per token copy, dispatch (FP8 with scales, or BF16)
   double combine_bytes = 0;   ///< bytes per token copy, combine (BF16)

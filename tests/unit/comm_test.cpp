@@ -283,7 +283,7 @@ TEST_SUITE("cost.dispatch") {
     CHECK(c.time_s == doctest::Approx(gathered / 169e9 + plan.hardware.tiers[2].latency_s));
   }
 
-  TEST_CASE("single-node all2allv: the seeds' 3.5 forwards per token vs the exact count") {
+  TEST_CASE("single-node all2allv: one row per routed expert, not per distinct rank") {
     const Plan plan = load_plan("br166-ep16-mb2");
     const auto tok = model::tokens_of(plan.model, plan.strategy, plan.hardware, 1.0);
     EpLayout ep = ep_layout(plan.hardware, plan.model, plan.strategy, tok.per_rank_moe);
@@ -292,11 +292,25 @@ TEST_SUITE("cost.dispatch") {
     CHECK(7 * hit_probability(256, 32, 8) == doctest::Approx(4.633).epsilon(1e-3));
     // Per die (16 ranks of 16 experts): 15 x 0.40770 = 6.116 other dies per token.
     CHECK(ep.routing.remote_ranks_same_node == doctest::Approx(15 * 0.4077050).epsilon(1e-6));
+    // That count is what DeepEP sends (one copy per rank that needs the token). An all2allv
+    // sends one row per (token, expert) pair: the seeds' "2 x 4096 x 7168 x 2 B x (8 - 1)",
+    // copies for one rank not merged (sec. 5.1), as Megatron-Core's alltoall dispatcher does
+    // (tokens x top_k rows split by rank). Per die: 8 rows, 15 of the 16 dies' experts
+    // elsewhere: 8 x 15/16 = 7.5 rows per token, 4096 x 14336 B x 7.5 = 440 MB.
     ExchangeCost a2a = exchange(plan.hardware, ep, Dispatch::AllToAll, false);
     REQUIRE(a2a.stages.size() == 2);
-    // intra stage moves 4096 tokens x 14336 B x 6.116 per die = 359 MB
-    CHECK(a2a.stages[1].bytes == doctest::Approx(4096.0 * 14336 * 15 * 0.4077050).epsilon(1e-4));
+    CHECK(a2a.stages[1].bytes == doctest::Approx(4096.0 * 14336 * 8 * 15 / 16).epsilon(1e-9));
     CHECK(a2a.stages[0].bytes == 0.0);  // no other node
+    // Over two nodes (EP32 over dies, 16 per node): 8 x 16/32 rows to the other node's dies
+    // and 8 x 15/32 to this node's others.
+    Plan two = plan;
+    two.strategy.parallel.ep = 32;
+    two.strategy.nodes = 2;
+    EpLayout ep2 = ep_layout(two.hardware, two.model, two.strategy, tok.per_rank_moe);
+    REQUIRE(ep2.nodes == 2);
+    ExchangeCost a2a2 = exchange(two.hardware, ep2, Dispatch::AllToAll, false);
+    CHECK(a2a2.stages[0].bytes == doctest::Approx(4096.0 * 14336 * 8 * 16 / 32).epsilon(1e-9));
+    CHECK(a2a2.stages[1].bytes == doctest::Approx(4096.0 * 14336 * 8 * 15 / 32).epsilon(1e-9));
   }
 
   TEST_CASE("two-node EP32 send/recv + allgather (scheme A): volumes per card and the 2-stage rule") {
