@@ -293,7 +293,9 @@ struct MoeSpec {
   int top_k = 0;
   int expert_intermediate = 0;
   int shared_expert_intermediate = 0;  ///< defaults to expert_intermediate
-  int max_nodes_per_token = 0;       ///< node-limited routing; 0 = unlimited
+  int max_nodes_per_token = 0;       ///< node-limited routing; 0 = unlimited (groups per token
+                                     ///< when expert_groups is set)
+  int expert_groups = 0;             ///< the router's expert groups (0: one per EP node)
 };
 
 /// A transformer model.

@@ -89,6 +89,14 @@ std::optional<MoeSpec> read_moe(MapReader& root, int layers, Diags& diags) {
   if (auto v = r.count("max_nodes_per_token", Need::Optional, 0, kMaxDim)) {
     m.max_nodes_per_token = *v;
   }
+  if (auto v = r.count("groups", Need::Optional, 1, kMaxDim)) {
+    m.expert_groups = *v;
+    if (m.routed_experts > 0 && m.routed_experts % m.expert_groups != 0) {
+      diags.error(r.get("groups")->loc, "`moe.groups` " + std::to_string(m.expert_groups) +
+                                            " does not divide `moe.routed_experts` " +
+                                            std::to_string(m.routed_experts));
+    }
+  }
   if (m.top_k > m.routed_experts && m.routed_experts > 0) {
     diags.error(r.get("top_k")->loc, "`moe.top_k` " + std::to_string(m.top_k) +
                                          " exceeds `moe.routed_experts` " +

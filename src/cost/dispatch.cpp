@@ -170,8 +170,11 @@ EpLayout ep_layout(const HardwareSpec& hw, const ModelSpec& m, const Strategy& s
                           : 2 * h;
   ep.combine_bytes = 2 * h;
   if (m.moe) {
-    const int max_nodes = s.moe.routing == Routing::NodeLimited ? m.moe->max_nodes_per_token : 0;
-    ep.routing = routing_stats(m.moe->routed_experts, m.moe->top_k, ep.ep, ep.ranks_per_node, max_nodes);
+    // Group-limited routing: the model's own expert groups limit every routing (the router
+    // does it); without them, `node_limited` takes one group per node of the EP group.
+    const bool limited = m.moe->expert_groups > 0 || s.moe.routing == Routing::NodeLimited;
+    ep.routing = routing_stats(m.moe->routed_experts, m.moe->top_k, ep.ep, ep.ranks_per_node,
+                               limited ? m.moe->max_nodes_per_token : 0, m.moe->expert_groups);
     ep.top_k = m.moe->top_k;
   }
   return ep;

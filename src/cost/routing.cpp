@@ -17,22 +17,52 @@ double miss_probability(int E, int e, int k) {
 
 double hit_probability(int E, int e, int k) { return 1.0 - miss_probability(E, e, k); }
 
-RoutingStats routing_stats(int E, int k, int ranks, int ranks_per_node, int max_nodes) {
+namespace {
+
+// C(n, r) as a double (0 outside 0 <= r <= n).
+double choose(int n, int r) {
+  if (r < 0 || r > n) return 0.0;
+  double c = 1.0;
+  for (int i = 1; i <= r; ++i) c = c * (n - r + i) / i;
+  return c;
+}
+
+// Probability that a token needs a given unit of E / units experts (a rank or a node) when it
+// picks M of G equal groups and then k experts among the M E / G experts of those groups. A
+// unit inside one group is needed only if its group is picked (M / G); a unit of g = G /
+// units whole groups, if j of them are picked (hypergeometric), is hit among their j E / G
+// experts. Groups that neither nest in the units nor hold them whole are not modelled (the
+// caller falls back to unlimited routing).
+double unit_hit(int E, int k, int units, int G, int M) {
+  const int e_unit = E / units;
+  const int pool = M * (E / G);
+  if (units >= G) return static_cast<double>(M) / G * hit_probability(pool, e_unit, k);
+  const int g = G / units;
+  double p = 0;
+  for (int j = 1; j <= std::min(g, M); ++j) {
+    p += choose(g, j) * choose(G - g, M - j) / choose(G, M) * hit_probability(pool, j * (E / G), k);
+  }
+  return p;
+}
+
+bool nests(int a, int b) { return a > 0 && b > 0 && (a % b == 0 || b % a == 0); }
+
+}  // namespace
+
+RoutingStats routing_stats(int E, int k, int ranks, int ranks_per_node, int max_groups, int groups) {
   RoutingStats s;
   ranks = std::max(1, ranks);
   const int rpn = std::clamp(ranks_per_node, 1, ranks);
   const int nodes = (ranks + rpn - 1) / rpn;
-  const int e_rank = E / ranks;
-  const int e_node = E / nodes;
-  if (max_nodes > 0 && max_nodes < nodes) {
-    // Pick max_nodes of the nodes, then top-k among their experts.
-    const double chosen = static_cast<double>(max_nodes) / nodes;
-    const int pool = max_nodes * e_node;
-    s.p_node = chosen * hit_probability(pool, e_node, k);
-    s.p_rank = chosen * hit_probability(pool, e_rank, k);
+  const int G = groups > 0 ? groups : nodes;
+  const bool limited = max_groups > 0 && max_groups < G && E % G == 0 && max_groups * (E / G) >= k &&
+                       nests(G, ranks) && nests(G, nodes) && E % ranks == 0 && E % nodes == 0;
+  if (limited) {
+    s.p_node = unit_hit(E, k, nodes, G, max_groups);
+    s.p_rank = unit_hit(E, k, ranks, G, max_groups);
   } else {
-    s.p_node = hit_probability(E, e_node, k);
-    s.p_rank = hit_probability(E, e_rank, k);
+    s.p_node = hit_probability(E, E / nodes, k);
+    s.p_rank = hit_probability(E, E / ranks, k);
   }
   s.ranks_per_token = ranks * s.p_rank;
   s.nodes_per_token = nodes * s.p_node;

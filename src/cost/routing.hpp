@@ -31,9 +31,10 @@ struct RoutingStats {
 };
 
 /// Statistics for E experts, top-k, spread over `ranks` EP ranks of which `ranks_per_node`
-/// share a node (the EP group spans ranks / ranks_per_node nodes); `max_nodes` > 0 applies
-/// node-limited routing.
-RoutingStats routing_stats(int E, int k, int ranks, int ranks_per_node, int max_nodes);
+/// share a node (the EP group spans ranks / ranks_per_node nodes); `max_groups` > 0 applies
+/// group-limited routing: the experts form `groups` equal groups (0: one per node, DeepSeek-
+/// V3's node-limited routing), a token picks `max_groups` of them, then k experts among theirs.
+RoutingStats routing_stats(int E, int k, int ranks, int ranks_per_node, int max_groups, int groups = 0);
 
 /// Expected maximum of n independent Binomial(trials, p) loads, exactly:
 /// E[max] = sum over x >= 0 of 1 - F(x)^n (Boost.Math binomial CDF).

@@ -362,7 +362,11 @@ std::string megatron(const Plan& plan) {
             " (the seeds' send/recv relay between node pairs; nearest: the dispatcher above)");
         break;
     }
-    if (s.moe.routing == Routing::NodeLimited && m.moe->max_nodes_per_token > 0) {
+    if (m.moe->expert_groups > 0 && m.moe->max_nodes_per_token > 0) {
+      // the model's own expert groups
+      arg("--moe-router-num-groups " + str(m.moe->expert_groups));
+      arg("--moe-router-group-topk " + str(m.moe->max_nodes_per_token));
+    } else if (s.moe.routing == Routing::NodeLimited && m.moe->max_nodes_per_token > 0) {
       // Megatron-LM's group-limited routing with one group per node of the EP group.
       const int ep_nodes = dpn > 0 && p.ep % dpn == 0 ? p.ep / dpn : 0;
       if (ep_nodes > m.moe->max_nodes_per_token && m.moe->routed_experts % ep_nodes == 0) {

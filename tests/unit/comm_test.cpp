@@ -30,19 +30,22 @@ constexpr double kMiB = 1048576.0;
 struct Simulated {
   double ranks_per_token = 0, nodes_per_token = 0, p_rank0 = 0;
 };
-Simulated simulate(int E, int k, int ranks, int rpn, int max_nodes, int tokens, unsigned seed) {
+// Routes tokens at random: `max_nodes` of `groups` equal expert groups (0: one per node), then
+// top-k uniformly among their experts.
+Simulated simulate(int E, int k, int ranks, int rpn, int max_nodes, int tokens, unsigned seed, int groups = 0) {
   std::mt19937 rng(seed);
   std::vector<int> experts(static_cast<std::size_t>(E));
   const int nodes = ranks / rpn, e_rank = E / ranks, e_node = E / nodes;
+  const int G = groups > 0 ? groups : nodes, e_group = E / G;
   Simulated s;
   for (int t = 0; t < tokens; ++t) {
     std::vector<int> pool;
-    if (max_nodes > 0 && max_nodes < nodes) {
-      std::vector<int> ns(static_cast<std::size_t>(nodes));
+    if (max_nodes > 0 && max_nodes < G) {
+      std::vector<int> ns(static_cast<std::size_t>(G));
       std::iota(ns.begin(), ns.end(), 0);
       std::shuffle(ns.begin(), ns.end(), rng);
       for (int i = 0; i < max_nodes; ++i) {
-        for (int e = 0; e < e_node; ++e) pool.push_back(ns[static_cast<std::size_t>(i)] * e_node + e);
+        for (int e = 0; e < e_group; ++e) pool.push_back(ns[static_cast<std::size_t>(i)] * e_group + e);
       }
     } else {
       pool.resize(static_cast<std::size_t>(E));
@@ -98,19 +101,22 @@ TEST_SUITE("cost.routing") {
 
   TEST_CASE("expected destinations match a seeded Monte-Carlo routing simulation") {
     struct Case {
-      int E, k, ranks, rpn, max_nodes;
+      int E, k, ranks, rpn, max_nodes, groups;
     };
-    const Case cases[] = {{256, 8, 16, 16, 0},   // EP16 over the dies of one node
-                          {256, 8, 32, 16, 0},   // EP32 over two nodes
-                          {256, 8, 64, 16, 0},   // EP64 over four nodes
-                          {256, 8, 64, 8, 4},    // EP64 over 8 nodes, node-limited M = 4
-                          {8, 2, 8, 8, 0}};      // Mixtral EP8
+    const Case cases[] = {{256, 8, 16, 16, 0, 0},  // EP16 over the dies of one node
+                          {256, 8, 32, 16, 0, 0},  // EP32 over two nodes
+                          {256, 8, 64, 16, 0, 0},  // EP64 over four nodes
+                          {256, 8, 64, 8, 4, 0},   // EP64 over 8 nodes, node-limited M = 4
+                          {8, 2, 8, 8, 0, 0},      // Mixtral EP8
+                          {32, 8, 8, 8, 4, 8},     // 4 of 8 groups, a group per rank (one node)
+                          {256, 8, 32, 8, 4, 8}};  // 4 of 8 groups over 4 nodes: 2 groups per node
     unsigned seed = 11;
     for (const Case& c : cases) {
       CAPTURE(c.ranks);
       CAPTURE(c.max_nodes);
-      RoutingStats r = routing_stats(c.E, c.k, c.ranks, c.rpn, c.max_nodes);
-      Simulated sim = simulate(c.E, c.k, c.ranks, c.rpn, c.max_nodes, 40000, seed++);
+      CAPTURE(c.groups);
+      RoutingStats r = routing_stats(c.E, c.k, c.ranks, c.rpn, c.max_nodes, c.groups);
+      Simulated sim = simulate(c.E, c.k, c.ranks, c.rpn, c.max_nodes, 40000, seed++, c.groups);
       // 40000 tokens: standard errors ~ 0.01 on these counts
       CHECK(sim.ranks_per_token == doctest::Approx(r.ranks_per_token).epsilon(0.01));
       CHECK(sim.nodes_per_token == doctest::Approx(r.nodes_per_token).epsilon(0.01));
@@ -126,6 +132,25 @@ TEST_SUITE("cost.routing") {
     CHECK(limited.nodes_per_token <= 4.0);
     // Given the token's 4 nodes, each holds 32 of their 128 experts: 1 - C(96,8)/C(128,8)
     CHECK(limited.p_node == doctest::Approx(0.5 * hit_probability(128, 32, 8)));
+  }
+
+  TEST_CASE("group-limited routing with the model's own groups, by hand") {
+    // Megatron-Core's DeepSeek proxy layer (moe_perf test_cases.py: 32 experts, top-8, 8 groups,
+    // group top-k 4) on EP8 in one node: a group per rank. A rank is needed only if its group
+    // is picked (4/8), then hit among the 16 experts of the 4 groups: 1 - C(12,8)/C(16,8).
+    RoutingStats g = routing_stats(32, 8, 8, 8, 4, 8);
+    const double p = 0.5 * (1 - 495.0 / 12870.0);
+    CHECK(g.p_rank == doctest::Approx(p));
+    CHECK(g.ranks_per_token == doctest::Approx(8 * p));  // 3.85, against 5.64 unlimited
+    CHECK(routing_stats(32, 8, 8, 8, 0, 8).ranks_per_token == doctest::Approx(8 * (1 - 3108105.0 / 10518300.0)));
+    // 256 experts in 8 groups of 32, 4 groups per token, over 4 nodes of 2 groups each: the
+    // node holds j of the token's groups with probability C(2,j) C(6,4-j) / C(8,4) (j = 1:
+    // 2 x 20 / 70, j = 2: 15 / 70), then is hit among the 128 experts of the 4 groups.
+    RoutingStats n = routing_stats(256, 8, 32, 8, 4, 8);
+    CHECK(n.p_node == doctest::Approx(40.0 / 70 * hit_probability(128, 32, 8) + 15.0 / 70 * hit_probability(128, 64, 8)));
+    // Without groups, node-limited routing is the same with a group per node (the DeepSeek-V3
+    // case): routing_stats(.., 4, 0) over 8 nodes equals routing_stats(.., 4, 8).
+    CHECK(routing_stats(256, 8, 64, 8, 4, 0).p_rank == doctest::Approx(routing_stats(256, 8, 64, 8, 4, 8).p_rank));
   }
 
   TEST_CASE("expected maximum of binomial loads, exactly") {

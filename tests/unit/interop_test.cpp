@@ -618,6 +618,15 @@ schedule: interleaved
     }
     CHECK(lines_with(mm, "--moe-layer-freq").empty());  // every layer MoE: the default
     CHECK(lines_with(mm, "# not expressible").empty());
+    CHECK(lines_with(mm, "--moe-router-num-groups").empty());  // no groups: no group limit
+    // A model with its own expert groups (8 experts in 4 groups, 2 per token) passes them on
+    // as Megatron-Core's group-limited routing, whatever moe.routing says.
+    Plan grouped = mix;
+    grouped.model.moe->expert_groups = 4;
+    grouped.model.moe->max_nodes_per_token = 2;
+    const std::string mg = launch_settings(grouped, LaunchTarget::Megatron);
+    CHECK(lines_with(mg, "--moe-router-num-groups 4").size() == 1);
+    CHECK(lines_with(mg, "--moe-router-group-topk 2").size() == 1);
     const std::string mt = launch_settings(mix, LaunchTarget::Torchtitan);
     for (const char* line :
          {"pipeline_parallel_schedule = \"Interleaved1F1B\"",
