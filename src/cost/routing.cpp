@@ -19,12 +19,9 @@ double hit_probability(int E, int e, int k) { return 1.0 - miss_probability(E, e
 
 namespace {
 
-// C(n, r) as a double (0 outside 0 <= r <= n).
-double choose(int n, int r) {
-  if (r < 0 || r > n) return 0.0;
-  double c = 1.0;
-  for (int i = 1; i <= r; ++i) c = c * (n - r + i) / i;
-  return c;
+// ln C(n, r) for 0 <= r <= n (in logs, so no group count overflows a double).
+double log_choose(int n, int r) {
+  return std::lgamma(n + 1.0) - std::lgamma(r + 1.0) - std::lgamma(n - r + 1.0);
 }
 
 // Probability that a token needs a given unit of E / units experts (a rank or a node) when it
@@ -39,8 +36,9 @@ double unit_hit(int E, int k, int units, int G, int M) {
   if (units >= G) return static_cast<double>(M) / G * hit_probability(pool, e_unit, k);
   const int g = G / units;
   double p = 0;
-  for (int j = 1; j <= std::min(g, M); ++j) {
-    p += choose(g, j) * choose(G - g, M - j) / choose(G, M) * hit_probability(pool, j * (E / G), k);
+  for (int j = std::max(1, M - (G - g)); j <= std::min(g, M); ++j) {
+    const double picked = std::exp(log_choose(g, j) + log_choose(G - g, M - j) - log_choose(G, M));
+    p += picked * hit_probability(pool, j * (E / G), k);
   }
   return p;
 }
