@@ -15,7 +15,7 @@ what=${1:-run}
 case "$what" in run|test|asan|fuzz|tsan) ;; *) echo "usage: ./build.sh run|test|asan|fuzz [SECONDS]|tsan" >&2; exit 2 ;; esac
 
 # Debian packages the build needs; only the missing ones are installed.
-packages=(cmake make g++ pkgconf python3-dev pybind11-dev libeigen3-dev libcli11-dev libyaml-cpp-dev libboost-math-dev doctest-dev)
+packages=(cmake make g++ pkgconf python3-dev pybind11-dev libeigen3-dev libcli11-dev libyaml-cpp-dev libboost-math-dev doctest-dev python3-yaml)
 if [ "$what" = fuzz ]; then packages+=(clang-14 libclang-rt-14-dev); fi
 missing=()
 for p in "${packages[@]}"; do
