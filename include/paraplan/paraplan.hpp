@@ -10,6 +10,7 @@
 #include "paraplan/planner.hpp"
 #include "paraplan/report.hpp"
 #include "paraplan/spec.hpp"
+#include "paraplan/topology.hpp"
 #include "paraplan/units.hpp"
 #include "paraplan/validate.hpp"
 #include "paraplan/version.hpp"

@@ -160,6 +160,13 @@ struct TierSpec {
   std::vector<SizePoint> size_efficiency;  ///< increasing sizes; empty = always 1
   std::array<std::optional<CollectiveOverride>, kCollectiveCount> collectives;  ///< per Collective
   std::vector<FabricLevel> levels;  ///< the cluster tier's switch levels, increasing `nodes`; empty = flat
+  /// `topology: pairs`: a device's direct partner in the paired sub-unit is its index within
+  /// this tier's unit XOR this mask (UBBv2's BLink mate1 = g ^ 5); 0 = the same position in
+  /// the other sub-unit. Read by the device graph (`paraplan topology`).
+  int partner_xor = 0;
+  /// The cluster tier: each device's NIC reaches only the same-index device of the other
+  /// nodes directly (rails); a transfer to another index is forwarded inside a node first.
+  bool rails = false;
   /// Time multipliers of its transfers by collective, fitted by `calibrate profile` (1 = none).
   std::array<double, kCollectiveCount> calibration = [] {
     std::array<double, kCollectiveCount> a{};
@@ -181,6 +188,12 @@ struct ExtraLinkSpec {
   LinkPairing between = LinkPairing::NodePairs;
   double bw_bytes_per_s = 0;  ///< per device, per direction
   double latency_s = 0;
+  /// The partner device: the same index in the paired node / vnode XOR this mask (UBBv2's
+  /// Port-10 mate3 = g ^ 12: the paired node's card c ^ 4); 0 = the same index.
+  int partner_xor = 0;
+  /// Price of one link (one cable and its share of the ports), in the user's currency;
+  /// 0 = not given. `compare` adds the links' cost per node.
+  double cost_per_link = 0;
 };
 
 /// Op classes that `paraplan calibrate profile` fits a time multiplier to, per pass: GEMM,

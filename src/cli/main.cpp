@@ -241,6 +241,13 @@ int cmd_export(const std::string& ref, const std::vector<std::string>& sets, con
 
 // Side by side, like the seeds' EP16 vs EP32 operator tables: headline metrics, then the
 // MoE (or dense) layer's ops forward and backward, communication included.
+int cmd_topology(const std::string& ref, int nodes, bool nodes_given, const std::string& format) {
+  const paraplan::HardwareSpec hw = paraplan::load_hardware(ref);
+  if (!nodes_given) nodes = std::min(2, std::max(1, hw.max_nodes()));
+  std::cout << (format == "json" ? paraplan::topology_json(hw, nodes) : paraplan::topology_text(hw, nodes));
+  return kExitOk;
+}
+
 int cmd_compare(const std::vector<std::string>& refs, const std::string& format) {
   std::vector<Evaluation> evs;
   for (const std::string& r : refs) evs.push_back(evaluate_plan(paraplan::load_plan(r)));
@@ -277,6 +284,35 @@ int cmd_compare(const std::vector<std::string>& refs, const std::string& format)
     return std::string(buf);
   });
   add("bottleneck", [](const Evaluation& ev) { return ev.estimate.bottleneck; });
+  // Hardware and the price of its extra links (Port-10): what a TGS change costs per node.
+  add("hardware", [](const Evaluation& ev) { return ev.plan.hardware.name; });
+  auto link_cost = [](const Evaluation& ev) {
+    return paraplan::extra_link_cost_per_node(ev.plan.hardware, ev.plan.strategy.nodes);
+  };
+  const double base_tgs = evs.front().estimate.tokens_per_device_per_s;
+  const double base_cost = link_cost(evs.front());
+  bool priced = false;
+  for (const Evaluation& ev : evs) priced = priced || link_cost(ev) > 0;
+  if (evs.size() > 1) {
+    add("TGS vs the first", [&](const Evaluation& ev) {
+      std::snprintf(buf, sizeof buf, "%+.1f%%", 100 * (ev.estimate.tokens_per_device_per_s / base_tgs - 1));
+      return std::string(buf);
+    });
+  }
+  if (priced) {
+    add("extra links: cost per node", [&](const Evaluation& ev) {
+      double links = 0;
+      const double c = paraplan::extra_link_cost_per_node(ev.plan.hardware, ev.plan.strategy.nodes, &links);
+      std::snprintf(buf, sizeof buf, "%.0f (%.0f links)", c, links);
+      return std::string(buf);
+    });
+    add("TGS change per 1000 of link cost/node", [&](const Evaluation& ev) {
+      const double dc = link_cost(ev) - base_cost;
+      if (dc <= 0) return std::string("-");
+      std::snprintf(buf, sizeof buf, "%+.2f%%", 100 * (ev.estimate.tokens_per_device_per_s / base_tgs - 1) / dc * 1000);
+      return std::string(buf);
+    });
+  }
   // Per-op rows of the MoE layer (dense for dense models), in the first strategy's order.
   const std::string kind = evs.front().plan.model.moe ? "moe" : "dense";
   for (const char* phase : {"forward", "backward"}) {
@@ -892,6 +928,25 @@ int run(int argc, char** argv) {
       "Example (the seeds' EP16 vs EP32 operator table):\n"
       "  paraplan compare br166-ep16-mb2 br166-ep32-32n-mb1 br166-ep64-64n-mb1 --format md\n");
 
+  std::string topo_hw;
+  int topo_nodes = 2;
+  std::string topo_format = "table";
+  auto* topology = app.add_subcommand(
+      "topology", "The device graph of a hardware file: link kinds, each device's neighbours, hops between devices");
+  topology->add_option("-H,--hardware", topo_hw, "Hardware (name or file)")->required();
+  auto* topo_nodes_opt =
+      topology->add_option("--nodes", topo_nodes, "Nodes in the graph (default 2; 1 for a one-node cluster)");
+  topology->add_option("--format", topo_format, "Output format")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  topology->footer(
+      "Devices are cards (the dies of a card share it). Paths take the fewest hops, then the widest\n"
+      "bottleneck; with extra links (Port-10) the hops without them are shown beside.\n"
+      "Examples (SEED_DIGEST sec. 1.5's UBBv2 neighbour table, with and without Port-10):\n"
+      "  paraplan topology -H br166-ubbv2-port10\n"
+      "  paraplan topology -H br166-ubbv2 --nodes 4\n"
+      "  paraplan topology -H h100-sxm-ib --format json\n");
+
   RankArgs rank_args;
   auto* rank = app.add_subcommand("rank", "Search every valid strategy of a space and rank them");
   rank->add_option("-H,--hardware", rank_args.hardware, "Hardware (name or file); default: the space's");
@@ -1103,6 +1158,7 @@ int run(int argc, char** argv) {
     if (check->parsed()) return cmd_check(check_files, check_all, check_quiet);
     if (evaluate->parsed()) return cmd_evaluate(eval_ref, eval_sets, eval_format, eval_all_ops, eval_trace);
     if (compare->parsed()) return cmd_compare(compare_refs, compare_format);
+    if (topology->parsed()) return cmd_topology(topo_hw, topo_nodes, topo_nodes_opt->count() > 0, topo_format);
     if (rank->parsed()) return cmd_rank(rank_args);
     if (import_hf->parsed()) {
       std::string command = "paraplan import-hf " + import_args.file;

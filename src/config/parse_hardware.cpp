@@ -246,6 +246,13 @@ TierSpec read_tier(const Node& node, const std::string& path, Diags& diags) {
   if (auto v = r.quantity("latency", Quantity::Time, Need::Required, true)) t.latency_s = *v;
   if (auto v = r.enumeration("engine", kEngineNames)) t.engine = *v;
   if (auto v = r.number("service_cv", 0.0, 100.0)) t.service_cv = *v;
+  if (auto v = r.count("partner_xor", Need::Optional, 1, 1 << 20)) {
+    t.partner_xor = *v;
+    if (t.topology != Topology::Pairs) {
+      diags.error(r.get("partner_xor")->loc, "`" + r.dotted("partner_xor") + "` only applies with `topology: pairs`");
+    }
+  }
+  if (auto v = r.boolean("rails")) t.rails = *v;
   ScalarReader s(diags);
   const std::string se = r.dotted("size_efficiency");
   read_rows(r.get("size_efficiency"), se, 2, "[size, fraction]", diags, [&](const Node& row) {
@@ -288,6 +295,32 @@ TierSpec read_tier(const Node& node, const std::string& path, Diags& diags) {
   }
   r.finish();
   return t;
+}
+
+// A pairs tier's partner mask must send every device of a unit to a device of the other
+// sub-unit of the same unit (the device graph of `paraplan topology` follows it).
+void check_partners(const Node& tiers, const HardwareSpec& hw, Diags& diags) {
+  const std::size_t first = (!hw.tiers.empty() && hw.tiers.front().name == "die") ? 1 : 0;
+  long long sub = 1;  // devices per unit of the tier below
+  for (std::size_t i = first; i + 1 < hw.tiers.size() && i < tiers.items.size(); ++i) {
+    const TierSpec& t = hw.tiers[i];
+    const long long unit = std::min<long long>(sub * t.size, 1 << 20);
+    if (t.partner_xor > 0) {
+      for (long long j = 0; j < unit; ++j) {
+        const long long p = j ^ t.partner_xor;
+        if (p >= unit || p / sub == j / sub) {
+          const Node* at = tiers.items[i].find("partner_xor");
+          diags.error(at != nullptr ? at->loc : tiers.items[i].loc,
+                      "`network.tiers[" + std::to_string(i) + "].partner_xor` " + std::to_string(t.partner_xor) +
+                          " sends device " + std::to_string(j) + " of a " + std::to_string(unit) +
+                          "-device unit to " + std::to_string(p) +
+                          ", which is not in another sub-unit of that unit");
+          break;
+        }
+      }
+    }
+    sub = unit;
+  }
 }
 
 void read_network(MapReader& root, HardwareSpec& hw, Diags& diags) {
@@ -353,6 +386,7 @@ void read_network(MapReader& root, HardwareSpec& hw, Diags& diags) {
                   "size is the largest node count; a single node writes `size: 1`)");
     }
     if (tiers->items.empty()) diags.error(tiers->loc, "`network.tiers` is empty");
+    check_partners(*tiers, hw, diags);
   }
   if (const Node* algos = r.get("algorithms")) {
     if (!algos->is_seq() || algos->items.empty()) {
@@ -380,6 +414,20 @@ void read_network(MapReader& root, HardwareSpec& hw, Diags& diags) {
         if (auto v = l.enumeration("between", kPairingNames, Need::Required)) e.between = *v;
         if (auto v = l.quantity("bandwidth", Quantity::Rate, Need::Required)) e.bw_bytes_per_s = *v;
         if (auto v = l.quantity("latency", Quantity::Time, Need::Required, true)) e.latency_s = *v;
+        if (auto v = l.count("partner_xor", Need::Optional, 0, 1 << 20)) {
+          e.partner_xor = *v;
+          const int dpn = hw.devices_per_node();
+          for (int j = 0; j < dpn; ++j) {
+            if ((j ^ e.partner_xor) >= dpn) {
+              diags.error(l.get("partner_xor")->loc, "`" + l.dotted("partner_xor") + "` " + std::to_string(*v) +
+                                                         " sends device " + std::to_string(j) + " to " +
+                                                         std::to_string(j ^ e.partner_xor) + ", beyond the node's " +
+                                                         std::to_string(dpn) + " devices");
+              break;
+            }
+          }
+        }
+        if (auto v = l.number("cost_per_link", 0.0, 1e12)) e.cost_per_link = *v;
         l.finish();
         hw.extra_links.push_back(std::move(e));
       }
