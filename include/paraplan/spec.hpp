@@ -435,6 +435,11 @@ struct MoeExec {
   /// input gradient gives the weights' gradient, no expert output is kept).
   /// `moe.gate_at: combine | swiglu`.
   bool gate_at_swiglu = false;
+  /// The two-stage schemes (sendrecv_*): the inter-node send/recv moves its tokens in this
+  /// many chunks, and the intra-node stage starts on each chunk as it arrives (the seeds'
+  /// two-stage pipelining, SEED_DIGEST sec. 5.8; 1 = one transfer, the seeds' halves).
+  /// Each chunk pays its own latency and runs at its own size's bandwidth. `moe.chunks`.
+  int chunks = 1;
 };
 
 /// Which communication overlaps with compute.
@@ -520,6 +525,7 @@ struct SearchSpace {
   Choice<Recompute> recompute;
   Choice<Optimizer> optimizer;
   Choice<Dispatch> dispatch;
+  Choice<int> chunks;  ///< moe.chunks (two-stage schemes)
   Choice<Routing> routing;
   double imbalance = 1.0;
   bool fp8_dispatch = false;  ///< moe.dispatch_precision: fp8

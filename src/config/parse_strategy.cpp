@@ -236,6 +236,7 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
     MapReader m(node, diags, "moe");
     choice.read(m, "dispatch", sp.dispatch, enumeration(kDispatchNames));
     choice.read(m, "routing", sp.routing, enumeration(kRoutingNames));
+    choice.read(m, "chunks", sp.chunks, count(1, 64));
     if (auto v = m.number("imbalance", 1.0, 1e6)) sp.imbalance = *v;
     if (auto v = m.enumeration("dispatch_precision", EnumNames<bool>{{"bf16", false}, {"fp8", true}})) {
       sp.fp8_dispatch = *v;
@@ -308,6 +309,7 @@ Strategy read_strategy(const Node& root, Diags& diags) {
   s.training.bf16_grads = sp.bf16_grads;
   s.moe.dispatch = first_or(sp.dispatch, Dispatch::AllToAll);
   s.moe.routing = first_or(sp.routing, Routing::Uniform);
+  s.moe.chunks = first_or(sp.chunks, 1);
   s.moe.imbalance = sp.imbalance;
   s.moe.fp8_dispatch = sp.fp8_dispatch;
   s.moe.gate_at_swiglu = sp.gate_at_swiglu;

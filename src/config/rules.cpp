@@ -158,6 +158,11 @@ void check(const Strategy& s, const HardwareSpec& hw, const ModelSpec& m, FailWi
                (s.ep_over_dies ? " x " + str(hw.device.dies) + " dies" : std::string()) + ")");
     }
   }
+  if (s.moe.chunks > 1 && s.moe.dispatch != Dispatch::SendRecvAllGather && s.moe.dispatch != Dispatch::SendRecvDeepEp) {
+    fail("chunks_dispatch", "moe.chunks",
+         "moe.chunks " + str(s.moe.chunks) +
+             " applies to the two-stage schemes (sendrecv_allgather, sendrecv_deepep); the others are one transfer");
+  }
 }
 #undef fail
 

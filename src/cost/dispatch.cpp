@@ -111,6 +111,33 @@ Stage reorder_stage(const HardwareSpec& hw, double bytes) {
   return st;
 }
 
+// The stages of a two-stage scheme for `scale` of a micro-batch's tokens (1: all of them;
+// 1 / chunks: one chunk of the inter-node transfer and the intra-node work on it).
+std::vector<Stage> two_stage(const HardwareSpec& hw, const EpLayout& ep, Dispatch scheme, bool combine, double scale) {
+  const double B = combine ? ep.combine_bytes : ep.dispatch_bytes;
+  const double T = ep.tokens * scale;
+  const double L = ep.tokens * ep.load * scale;
+  std::vector<Stage> stages;
+  if (scheme == Dispatch::SendRecvAllGather) {
+    // Every token to the same-index card of every other node ("P(a token needs the other
+    // node) ~ 1, so send everything", sec. 5.9), then an intra-node all-gather of all
+    // nodes' tokens, then the inter-die reorder on two-die devices.
+    const double size = ep.ep * T * B;
+    stages.push_back(inter_stage(hw, ep, "send_recv_same_index", T * B * (ep.nodes - 1), Collective::SendRecv));
+    stages.push_back(gather_stage(hw, ep, combine ? "intra_node_reduce_scatter" : "intra_node_all_gather",
+                                  combine ? Collective::ReduceScatter : Collective::AllGather, size,
+                                  ep.ranks_per_node, false));
+    if (ep.dies) stages.push_back(reorder_stage(hw, size));
+  } else {
+    // Every token to the same-index card of every other node, then DeepEP-style forwarding
+    // of the local and the received tokens to the ranks of this node that need them.
+    stages.push_back(inter_stage(hw, ep, "send_recv_same_index", T * B * (ep.nodes - 1), Collective::SendRecv));
+    const double rpn = ep.ranks_per_node;
+    stages.push_back(intra_stage(hw, ep, "intra_node_forward", ep.nodes * L * B * (rpn - 1) * ep.routing.p_rank));
+  }
+  return stages;
+}
+
 void finish(ExchangeCost& x, const HardwareSpec& hw, const EpLayout& ep, double local_fraction) {
   double sum = 0, worst = 0, rest = 0;
   for (std::size_t i = 0; i < x.stages.size(); ++i) {
@@ -125,9 +152,27 @@ void finish(ExchangeCost& x, const HardwareSpec& hw, const EpLayout& ep, double 
     case StageOverlap::Pipelined: x.time_s = worst; break;
     case StageOverlap::TwoStage: {
       // Stage 0 (inter-node) runs beside the part of the later stages that works on local
-      // data; the part on received data follows (SEED_DIGEST.md sec. 5.8).
+      // data; the part on received data follows (SEED_DIGEST.md sec. 5.8). In C chunks, the
+      // intra-node stages take chunk i when it has arrived (i x one chunk's transfer) and
+      // they are free: f_i = max(f_{i-1}, i t_inter,c) + (1 - local) t_rest,c, f_0 = local x
+      // t_rest; C = 1 is the seeds' max(t_inter, local t_rest) + (1 - local) t_rest.
       const double first = x.stages.empty() ? 0.0 : x.stages[0].time_s;
-      x.time_s = std::max(first, local_fraction * rest) + (1 - local_fraction) * rest;
+      if (x.chunks <= 1 || x.chunk_stages.empty()) {
+        x.time_s = std::max(first, local_fraction * rest) + (1 - local_fraction) * rest;
+        break;
+      }
+      double rest_c = 0, rest_compute_c = 0, rest_compute = 0;
+      for (std::size_t i = 1; i < x.chunk_stages.size(); ++i) {
+        rest_c += x.chunk_stages[i].time_s;
+        rest_compute_c += x.chunk_stages[i].time_s * x.chunk_stages[i].compute_share;
+      }
+      for (std::size_t i = 1; i < x.stages.size(); ++i) rest_compute += x.stages[i].time_s * x.stages[i].compute_share;
+      const Stage& inter_c = x.chunk_stages[0];
+      double f = local_fraction * rest;
+      for (int i = 1; i <= x.chunks; ++i) f = std::max(f, i * inter_c.time_s) + (1 - local_fraction) * rest_c;
+      x.time_s = f;
+      x.compute_s = x.chunks * inter_c.time_s * inter_c.compute_share + local_fraction * rest_compute +
+                    (1 - local_fraction) * x.chunks * rest_compute_c;
       break;
     }
   }
@@ -159,6 +204,7 @@ EpLayout ep_layout(const HardwareSpec& hw, const ModelSpec& m, const Strategy& s
   ep.ep = s.parallel.ep;
   ep.dies = s.ep_over_dies && hw.device.dies > 1;
   ep.tokens = tokens_per_rank;
+  ep.chunks = s.moe.chunks;
   GroupSpan g = place(hw, ep.ep, s.parallel.etp, ep.dies);
   ep.ranks_per_node = g.members.size() >= 2 ? g.members[g.members.size() - 2] : ep.ep;
   ep.nodes = std::max(1, ep.ep / std::max(1, ep.ranks_per_node));
@@ -226,29 +272,14 @@ ExchangeCost exchange(const HardwareSpec& hw, const EpLayout& ep, Dispatch schem
       x.overlap = StageOverlap::Pipelined;
       break;
     }
-    case Dispatch::SendRecvAllGather: {
-      // Every token to the same-index card of every other node ("P(a token needs the other
-      // node) ~ 1, so send everything", sec. 5.9), then an intra-node all-gather of all
-      // nodes' tokens, then the inter-die reorder on two-die devices.
-      const double size = ep.ep * T * B;
-      x.stages.push_back(inter_stage(hw, ep, "send_recv_same_index", T * B * (ep.nodes - 1), Collective::SendRecv));
-      x.stages.push_back(gather_stage(hw, ep, combine ? "intra_node_reduce_scatter" : "intra_node_all_gather",
-                                      combine ? Collective::ReduceScatter : Collective::AllGather,
-                                      size, ep.ranks_per_node, false));
-      if (ep.dies) x.stages.push_back(reorder_stage(hw, size));
-      x.overlap = StageOverlap::TwoStage;
-      local_fraction = 1.0 / ep.nodes;
-      break;
-    }
+    case Dispatch::SendRecvAllGather:
     case Dispatch::SendRecvDeepEp: {
-      // Every token to the same-index card of every other node, then DeepEP-style forwarding
-      // of the local and the received tokens to the ranks of this node that need them.
-      x.stages.push_back(inter_stage(hw, ep, "send_recv_same_index", T * B * (ep.nodes - 1), Collective::SendRecv));
-      const double rpn = ep.ranks_per_node;
-      x.stages.push_back(intra_stage(hw, ep, "intra_node_forward",
-                                     ep.nodes * L * B * (rpn - 1) * r.p_rank));
+      x.stages = two_stage(hw, ep, scheme, combine, 1.0);
       x.overlap = StageOverlap::TwoStage;
       local_fraction = 1.0 / ep.nodes;
+      // In chunks: the same stages at one chunk's volume (its own latency and size efficiency).
+      x.chunks = std::max(1, ep.chunks);
+      if (x.chunks > 1) x.chunk_stages = two_stage(hw, ep, scheme, combine, 1.0 / x.chunks);
       break;
     }
   }

@@ -49,6 +49,8 @@ struct ExchangeCost {
   double time_s = 0;     ///< after the scheme's own overlap
   double compute_s = 0;  ///< of which compute units are busy (engine compute x share)
   double queueing_s = 0; ///< Kingman wait of pipelined chunks (its own term)
+  int chunks = 1;        ///< two-stage schemes: the inter-node transfer's chunks
+  std::vector<Stage> chunk_stages;  ///< the stages at one chunk's volume (chunks > 1)
 };
 
 /// What the EP exchange of a strategy looks like.
@@ -62,6 +64,7 @@ struct EpLayout {
   double load = 1;          ///< busiest rank's received copies / mean (routing x imbalance)
   double dispatch_bytes = 0;  ///< bytes per token copy, dispatch (FP8 with scales, or BF16)
   double combine_bytes = 0;   ///< bytes per token copy, combine (BF16)
+  int chunks = 1;             ///< moe.chunks: two-stage schemes' inter-node chunks
   RoutingStats routing;
 };
 

@@ -41,6 +41,7 @@ CommOpEstimate from_exchange(const cost::ExchangeCost& x, const char* phase, Dis
   op.phase = phase;
   op.group = "ep";
   op.algorithm = names[static_cast<int>(scheme)];
+  if (x.chunks > 1) op.algorithm += " x" + std::to_string(x.chunks);  // in that many chunks
   op.time_s = x.time_s;
   op.compute_s = x.compute_s;
   op.queueing_s = x.queueing_s;

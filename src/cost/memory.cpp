@@ -225,8 +225,10 @@ double dispatch_buffer_bytes(const Plan& plan, const model::Tokens& tok) {
   // All-to-all / DeepEP: the rank's top-k copies staged for sending (DeepEP: the seeds'
   // staging buffer at its upper bound 8 x 112 MB per card, SEED_DIGEST sec. 5.12).
   const double copies = k * Tr * h * kBf16Bytes * dies;
-  // Inter-node send/recv first hop: a staging buffer for the tokens of the mate rank.
-  const double staging = Tr * h * kBf16Bytes * dies;
+  // Inter-node send/recv first hop: a staging buffer for the tokens of the mate rank; in
+  // chunks, two chunks' worth (one arriving while the intra-node stage reads the other).
+  const int chunks = std::max(1, s.moe.chunks);
+  const double staging = Tr * h * kBf16Bytes * dies * std::min(1.0, 2.0 / chunks);
   switch (s.moe.dispatch) {
     case Dispatch::AllGather:
       return gathered;

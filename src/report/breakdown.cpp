@@ -43,6 +43,7 @@ void write_strategy(report::JsonWriter& w, const Plan& plan) {
   w.end_object();
   w.key("moe").begin_object();
   w.field("dispatch", spelling(kDispatchNames, s.moe.dispatch));
+  w.field("chunks", s.moe.chunks);
   w.field("routing", spelling(kRoutingNames, s.moe.routing));
   w.field("imbalance", s.moe.imbalance);
   w.field("dispatch_precision", s.moe.fp8_dispatch ? "fp8" : "bf16");

@@ -103,6 +103,12 @@ std::string why_loses(const Estimate& a, const Estimate& b) {
 
 const char* schedule_name(Schedule s) { return config::spelling(config::kScheduleNames, s).data(); }
 const char* dispatch_name(Dispatch d) { return config::spelling(config::kDispatchNames, d).data(); }
+// The scheme, and its chunk count when the inter-node transfer is chunked (moe.chunks).
+std::string dispatch_name(const Strategy& s) {
+  std::string n = dispatch_name(s.moe.dispatch);
+  if (s.moe.chunks > 1) n += " x" + std::to_string(s.moe.chunks);
+  return n;
+}
 
 }  // namespace
 
@@ -225,7 +231,7 @@ std::string rank_table(const SearchResult& r, std::size_t rows) {
     const Strategy& s = e.strategy;
     out += pad(std::to_string(i + 1), 4) + pad(std::to_string(s.nodes), 6, true) + "  " + pad(layout(s), 33) +
            pad(std::to_string(s.training.micro_batch), 4, true) + "  " + pad(recompute_column(s.training.recompute), 26) +
-           pad(s.parallel.ep > 1 ? dispatch_name(s.moe.dispatch) : "-", 20) + pad(schedule_name(s.schedule), 12) +
+           pad(s.parallel.ep > 1 ? dispatch_name(s) : "-", 20) + pad(schedule_name(s.schedule), 12) +
            pad(training_short(s), 22) + pad(fmt("%.2f s", e.step_time_s), 10, true) +
            pad(fmt("%.0f", e.tokens_per_device_per_s), 9, true) + pad(fmt("%.1f%%", 100 * e.mfu), 7, true) +
            pad(mem_short(e), 17, true) + "  " + e.bottleneck + "\n";
@@ -236,7 +242,7 @@ std::string rank_table(const SearchResult& r, std::size_t rows) {
       const Strategy& s = e.strategy;
       out += "  " + pad(std::to_string(s.nodes) + " nodes", 10) + pad(layout(s), 33) + " mb" +
              std::to_string(s.training.micro_batch) + ", " + recompute_short(s.training.recompute) + ", " +
-             (s.parallel.ep > 1 ? std::string(dispatch_name(s.moe.dispatch)) : std::string("no EP")) + ", " +
+             (s.parallel.ep > 1 ? std::string(dispatch_name(s)) : std::string("no EP")) + ", " +
              schedule_name(s.schedule) + ": TGS " + fmt("%.0f", e.tokens_per_device_per_s) + ", step " +
              units::format_time(e.step_time_s) + ", " + mem_short(e) + "\n";
     }
@@ -267,7 +273,7 @@ std::string rank_csv(const std::vector<Estimate>& all) {
          "optimizer_offload,activation_offload,precision,dispatch,routing,schedule,feasible,step_time_s,"
          "tokens_per_device_per_s,tokens_per_die_per_s,mfu,hfu,compute_s,tp_comm_s,ep_comm_s,pp_comm_s,"
          "dp_comm_s,pp_bubble_s,optimizer_s,queueing_s,offload_s,weights_bytes,gradients_bytes,"
-         "optimizer_states_bytes,activations_bytes,buffers_bytes,reserve_bytes,total_bytes,capacity_bytes\n";
+         "optimizer_states_bytes,activations_bytes,buffers_bytes,reserve_bytes,total_bytes,capacity_bytes,chunks\n";
   for (const Estimate& e : all) {
     const Strategy& s = e.strategy;
     const Parallel& p = s.parallel;
@@ -284,7 +290,8 @@ std::string rank_csv(const std::vector<Estimate>& all) {
         << e.time_s.pp_bubble << ',' << e.time_s.optimizer << ',' << e.time_s.queueing << ',' << e.time_s.offload
         << ',' << e.memory_bytes.weights << ',' << e.memory_bytes.gradients << ','
         << e.memory_bytes.optimizer_states << ',' << e.memory_bytes.activations << ',' << e.memory_bytes.buffers
-        << ',' << e.memory_bytes.reserve << ',' << e.memory_bytes.total << ',' << e.memory_bytes.capacity << '\n';
+        << ',' << e.memory_bytes.reserve << ',' << e.memory_bytes.total << ',' << e.memory_bytes.capacity << ','
+        << s.moe.chunks << '\n';
   }
   return out.str();
 }
@@ -324,7 +331,7 @@ std::string rank_markdown(const SpacePlan& space, const SearchResult& r, const s
     const Estimate& e = r.best[i];
     const Strategy& s = e.strategy;
     out << "| " << i + 1 << " | " << s.nodes << " | " << layout(s) << " | " << s.training.micro_batch << " | "
-        << recompute_short(s.training.recompute) << " | " << (s.parallel.ep > 1 ? dispatch_name(s.moe.dispatch) : "-")
+        << recompute_short(s.training.recompute) << " | " << (s.parallel.ep > 1 ? dispatch_name(s) : "-")
         << " | " << schedule_name(s.schedule) << " | " << training_short(s) << " | " << fmt("%.3f", e.step_time_s)
         << " | " << fmt("%.0f", e.tokens_per_device_per_s) << " | " << fmt("%.1f%%", 100 * e.mfu) << " | "
         << mem_short(e) << " | " << e.bottleneck << " |\n";
@@ -341,7 +348,7 @@ std::string rank_markdown(const SpacePlan& space, const SearchResult& r, const s
     for (const Estimate& e : r.best_per_nodes) {
       const Strategy& s = e.strategy;
       out << "| " << s.nodes << " | " << layout(s) << " | " << s.training.micro_batch << " | "
-          << recompute_short(s.training.recompute) << " | " << (s.parallel.ep > 1 ? dispatch_name(s.moe.dispatch) : "-")
+          << recompute_short(s.training.recompute) << " | " << (s.parallel.ep > 1 ? dispatch_name(s) : "-")
           << " | " << schedule_name(s.schedule) << " | " << fmt("%.3f", e.step_time_s) << " | "
           << fmt("%.0f", e.tokens_per_device_per_s) << " | " << mem_short(e) << " |\n";
     }
@@ -350,7 +357,7 @@ std::string rank_markdown(const SpacePlan& space, const SearchResult& r, const s
     out << "\n## Pareto front (TGS, memory headroom, nodes)\n\n| nodes | layout | mb | dispatch | TGS | memory |\n|---:|---|---:|---|---:|---:|\n";
     for (const Estimate& e : r.pareto) {
       out << "| " << e.strategy.nodes << " | " << layout(e.strategy) << " | " << e.strategy.training.micro_batch
-          << " | " << (e.strategy.parallel.ep > 1 ? dispatch_name(e.strategy.moe.dispatch) : "-") << " | "
+          << " | " << (e.strategy.parallel.ep > 1 ? dispatch_name(e.strategy) : "-") << " | "
           << fmt("%.0f", e.tokens_per_device_per_s) << " | " << mem_short(e) << " |\n";
     }
   }

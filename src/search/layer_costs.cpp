@@ -19,6 +19,7 @@ std::size_t LayerKeyHash::operator()(const LayerKey& k) const noexcept {
   mix(k.modules);
   mix(static_cast<std::size_t>(k.precision));
   mix(static_cast<std::size_t>(k.dispatch));
+  mix(static_cast<std::size_t>(k.chunks));
   mix(static_cast<std::size_t>(k.routing));
   mix(std::hash<double>{}(k.imbalance));
   mix((k.fp8_dispatch ? 1u : 0u) | (k.gate_at_swiglu ? 2u : 0u) | (k.fp8_storage ? 4u : 0u));
@@ -46,6 +47,7 @@ LayerKey key_of(const Strategy& s, int model_seq) {
   }
   k.precision = s.training.precision;
   k.dispatch = s.moe.dispatch;
+  k.chunks = s.moe.chunks;
   k.routing = s.moe.routing;
   k.imbalance = s.moe.imbalance;
   k.fp8_dispatch = s.moe.fp8_dispatch;

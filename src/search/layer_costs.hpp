@@ -24,6 +24,7 @@ struct LayerKey {
   std::uint8_t modules = 0;  // recompute module bits
   Precision precision = Precision::Bf16;
   Dispatch dispatch = Dispatch::AllToAll;
+  int chunks = 1;
   Routing routing = Routing::Uniform;
   double imbalance = 1.0;
   bool fp8_dispatch = false;

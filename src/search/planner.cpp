@@ -438,7 +438,7 @@ auto strategy_tuple(const Strategy& s) {
                          s.training.zero, static_cast<int>(s.training.optimizer),
                          s.training.optimizer_offload, s.training.activation_offload, s.training.unfused_attention,
                          static_cast<int>(s.training.precision), static_cast<int>(s.moe.dispatch),
-                         static_cast<int>(s.moe.routing), static_cast<int>(s.schedule));
+                         s.moe.chunks, static_cast<int>(s.moe.routing), static_cast<int>(s.schedule));
 }
 
 }  // namespace
@@ -504,6 +504,12 @@ struct Layout {
   int vpp;
 };
 
+// A dispatch scheme with its chunk count (chunks > 1 only for the two-stage schemes).
+struct DispatchChoice {
+  Dispatch dispatch = Dispatch::AllToAll;
+  int chunks = 1;
+};
+
 // A space as layouts x inner choices (training settings x dispatch x routing), never as a
 // list of strategies: candidate `id` = layout x inner_size + inner, in the order the loops
 // of a nested enumeration would meet them (nodes, tp, cp, pp, dies, ep, etp, schedule,
@@ -512,7 +518,7 @@ struct Enumeration {
   Strategy base;
   std::vector<Layout> layouts;
   std::vector<TrainingChoice> training;
-  std::vector<Dispatch> dispatches;
+  std::vector<DispatchChoice> dispatches;
   std::vector<Routing> routings;
   std::size_t inner_size = 0;     // training x dispatches x routings
   std::size_t world_rejected = 0; // combinations the layout loops dropped (rule `world`)
@@ -555,7 +561,8 @@ struct Enumeration {
     s.training.optimizer_offload = c.optimizer_offload;
     s.training.activation_offload = c.activation_offload;
     s.training.precision = c.precision;
-    s.moe.dispatch = dispatches[(j / nr) % nd];
+    s.moe.dispatch = dispatches[(j / nr) % nd].dispatch;
+    s.moe.chunks = dispatches[(j / nr) % nd].chunks;
     s.moe.routing = routings[j % nr];
   }
   Strategy strategy(std::uint64_t id) const {
@@ -640,9 +647,20 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
   std::vector<Precision> prec_auto{Precision::Bf16};
   if (hw.device.peak(Dtype::Fp8) > 0) prec_auto.push_back(Precision::Fp8);
   const auto precs = pick(sp.precision, prec_auto, std::vector<Precision>{Precision::Bf16});
-  e.dispatches = moe ? pick(sp.dispatch, std::vector<Dispatch>{Dispatch::AllGather, Dispatch::AllToAll, Dispatch::DeepEp,
-                                                               Dispatch::SendRecvAllGather, Dispatch::SendRecvDeepEp})
-                     : std::vector<Dispatch>{Dispatch::AllToAll};
+  const auto schemes = moe ? pick(sp.dispatch, std::vector<Dispatch>{Dispatch::AllGather, Dispatch::AllToAll,
+                                                                      Dispatch::DeepEp, Dispatch::SendRecvAllGather,
+                                                                      Dispatch::SendRecvDeepEp})
+                           : std::vector<Dispatch>{Dispatch::AllToAll};
+  // moe.chunks: the two-stage schemes in each listed chunk count (auto: 1, 2, 4); the others
+  // are one transfer.
+  const auto chunk_counts = pick(sp.chunks, std::vector<int>{1, 2, 4}, std::vector<int>{1});
+  for (Dispatch d : schemes) {
+    if (d == Dispatch::SendRecvAllGather || d == Dispatch::SendRecvDeepEp) {
+      for (int c : chunk_counts) e.dispatches.push_back({d, c});
+    } else {
+      e.dispatches.push_back({d, 1});
+    }
+  }
   e.routings = moe ? pick(sp.routing, std::vector<Routing>{Routing::Uniform}) : std::vector<Routing>{Routing::Uniform};
   const auto schedules = pick(sp.schedule, std::vector<Schedule>{Schedule::OneFOneB, Schedule::Interleaved,
                                                                  Schedule::ZeroBubble, Schedule::DualPipe,
@@ -841,7 +859,7 @@ void put(std::string& key, const Choice<T>& c) {
 std::string search_key(const SearchSpace& sp, const SearchOptions& o) {
   std::string k;
   for (const Choice<int>* c : {&sp.nodes, &sp.tp, &sp.pp, &sp.dp, &sp.ep, &sp.etp, &sp.vpp, &sp.cp,
-                               &sp.micro_batch, &sp.zero, &sp.global_batch}) {
+                               &sp.micro_batch, &sp.zero, &sp.global_batch, &sp.chunks}) {
     put(k, *c);
   }
   for (const Choice<bool>* c : {&sp.sp, &sp.ep_over_dies, &sp.optimizer_offload, &sp.activation_offload}) put(k, *c);

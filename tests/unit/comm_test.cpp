@@ -367,6 +367,74 @@ TEST_SUITE("cost.dispatch") {
     CHECK(d.time_s == doctest::Approx(std::max(d.stages[0].time_s, rest / 2) + rest / 2));
   }
 
+  TEST_CASE("moe.chunks: the send/recv in C chunks, the intra-node stage on each as it arrives") {
+    Plan plan = load_plan("br166-ep32-32n-mb2");  // scheme A, 112 MiB per card
+    const auto tok = model::tokens_of(plan.model, plan.strategy, plan.hardware, 1.0);
+    EpLayout ep = ep_layout(plan.hardware, plan.model, plan.strategy, tok.per_rank_moe);
+    const ExchangeCost one = exchange(plan.hardware, ep, Dispatch::SendRecvAllGather, false);
+    ep.chunks = 2;
+    const ExchangeCost two = exchange(plan.hardware, ep, Dispatch::SendRecvAllGather, false);
+    REQUIRE(two.chunk_stages.size() == 3);
+    // One chunk: half the bytes (56 MiB per card), at that size's bandwidth and its own latency.
+    const TierSpec& cluster = plan.hardware.tiers[3];
+    CHECK(two.chunk_stages[0].bytes == doctest::Approx(one.stages[0].bytes / 2));
+    CHECK(two.chunk_stages[0].time_s ==
+          doctest::Approx(56 * kMiB / tier_bandwidth(cluster, 56 * kMiB) + cluster.latency_s));
+    // The reorder is linear: half the gathered 1.75 GiB at 200 GB/s.
+    CHECK(two.chunk_stages[2].time_s == doctest::Approx(32.0 * 4096 * 14336 / 2 / 200e9));
+    // f0 = the local half of the intra-node work; f_i = max(f_(i-1), i t_c) + the received
+    // half of one chunk's intra-node work.
+    const double rest = one.stages[1].time_s + one.stages[2].time_s;
+    const double t_c = two.chunk_stages[0].time_s;
+    const double rest_c = two.chunk_stages[1].time_s + two.chunk_stages[2].time_s;
+    const double f1 = std::max(rest / 2, t_c) + rest_c / 2;
+    CHECK(two.time_s == doctest::Approx(std::max(f1, 2 * t_c) + rest_c / 2));
+    // The seeds' measured send/recv curve (sec. 1.4) falls at smaller messages: 56 MiB runs
+    // at 0.66 x 12 GB/s at best, so two chunks of it take longer than one 112 MiB transfer.
+    CHECK(2 * t_c > one.stages[0].time_s);
+
+    // On a link at one bandwidth and no latency, chunks only help: with a = the send/recv and
+    // r = the intra-node work, C = 2 gives max(max(r/2, a/2) + r/4, a) + r/4 <= max(a, r/2) + r/2.
+    HardwareSpec flat = plan.hardware;
+    flat.tiers[3].size_efficiency.clear();
+    flat.tiers[3].latency_s = 0;
+    for (TierSpec& t : flat.tiers) t.latency_s = 0;
+    ep.chunks = 1;
+    const ExchangeCost f_one = exchange(flat, ep, Dispatch::SendRecvAllGather, false);
+    ep.chunks = 2;
+    const ExchangeCost f_two = exchange(flat, ep, Dispatch::SendRecvAllGather, false);
+    const double a = f_one.stages[0].time_s, r = f_one.stages[1].time_s + f_one.stages[2].time_s;
+    CHECK(f_two.chunk_stages[0].time_s == doctest::Approx(a / 2));
+    CHECK(f_two.time_s == doctest::Approx(std::max(std::max(r / 2, a / 2) + r / 4, a) + r / 4).epsilon(1e-3));
+    CHECK(f_two.time_s <= f_one.time_s);
+  }
+
+  TEST_CASE("moe.chunks: only the two-stage schemes take it; the staging buffer holds two chunks") {
+    Plan plan = load_plan("br166-ep32-32n-mb2");
+    plan.strategy.moe.chunks = 2;
+    plan.strategy.moe.dispatch = Dispatch::DeepEp;
+    bool broken = false;
+    for (const RuleViolation& v : check_rules(plan.strategy, plan.hardware, plan.model)) {
+      broken = broken || v.rule == std::string("chunks_dispatch");
+    }
+    CHECK(broken);
+    plan.strategy.moe.dispatch = Dispatch::SendRecvAllGather;
+    CHECK(check_rules(plan.strategy, plan.hardware, plan.model).empty());
+    // Staging: T_r x h x 2 B x dies for one transfer (and two chunks); half of it for 4 chunks.
+    auto staging = [&](int chunks) {
+      plan.strategy.moe.chunks = chunks;
+      const MemoryEstimate m = estimate_memory(plan);
+      for (const MemoryPart& part : m.stages[1].buffer_parts) {
+        if (part.name == "ep_dispatch") return part.bytes;
+      }
+      return 0.0;
+    };
+    // 4096 tokens per die (mb2 x 4096 over the card's two dies), 2 B per value, 2 dies.
+    const double full = 4096.0 * 7168 * 2 * 2;
+    CHECK(staging(1) == doctest::Approx(staging(2)));
+    CHECK(staging(1) - staging(4) == doctest::Approx(full / 2));
+  }
+
   TEST_CASE("the seeds' two-stage pipeline figures: 14.2 ms and 7.14 ms") {
     // Scheme 1 (sec. 5.8): send/recv 5 ms beside the local 5.6 ms allgather, then the
     // received 5.6 ms, with the first 3 ms permute half hidden under step 2: 5.6 + 5.6 + 3.
