@@ -284,7 +284,12 @@ std::string comm_text(const Plan& plan, const CommBreakdown& c) {
            fmt("%.2f", r.ranks_per_token) + " ranks and " + fmt("%.2f", r.nodes_per_token) +
            " nodes per token\n";
     out += "load      busiest expert " + fmt("%.3f", r.expert_load) + "x the mean, busiest rank " +
-           fmt("%.3f", r.rank_load) + "x (uniform routing), strategy imbalance " +
+           fmt("%.3f", r.rank_load) + "x (" +
+           (plan.strategy.moe.routing == Routing::Balanced
+                ? std::string("forced-balanced routing")
+                : std::string(config::spelling(config::kRoutingNames, plan.strategy.moe.routing)) +
+                      " routing, load from random top-k statistics") +
+           "), strategy imbalance " +
            fmt("%.2f", plan.strategy.moe.imbalance) + "x\n";
   }
   out += "\nCommunication per layer, one micro-batch (before overlap with compute):\n";
