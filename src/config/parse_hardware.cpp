@@ -226,10 +226,16 @@ CollectiveOverride read_override(const Node& node, const std::string& path, Diag
   if (auto v = r.enumeration("convention", kConventionNames)) o.algbw = *v;
   if (auto v = r.fraction("compute_share")) {
     o.compute_share = *v;
-    if (o.engine != Engine::Compute) {
-      diags.error(r.get("compute_share")->loc,
-                  "`" + r.dotted("compute_share") + "` only applies with `engine: compute`");
+    const Node* share = r.get("compute_share");
+    const Node* engine = r.get("engine");
+    // An overlay that switches an inherited compute-engine figure to `engine: dma` changes
+    // the engine, and the share it inherited no longer applies; a share written beside a
+    // non-compute engine in one file is a mistake.
+    const bool inherited = engine != nullptr && share->loc.source != engine->loc.source;
+    if (o.engine != Engine::Compute && !inherited) {
+      diags.error(share->loc, "`" + r.dotted("compute_share") + "` only applies with `engine: compute`");
     }
+    if (o.engine != Engine::Compute) o.compute_share = 1.0;
   }
   r.finish();
   return o;

@@ -166,6 +166,25 @@ TEST_SUITE("config.extends") {
     CHECK(hw.tiers[2].bw_bytes_per_s == base.tiers[2].bw_bytes_per_s);
   }
 
+  TEST_CASE("an overlay may switch an inherited compute-engine collective to DMA") {
+    // br166-ubbv2's node all-gather is an SPC (compute) figure with compute_share 1.0; a user
+    // trying the same figure on DMA engines changes only `engine`. The inherited share no
+    // longer applies; a share written beside `engine: dma` in one file is still refused.
+    const std::string overlay =
+        "extends: br166-ubbv2\nname: br166-dma\nnetwork:\n  tiers:\n    - name: node\n      collectives:\n"
+        "        all_gather: {bandwidth: 128.6 GB/s, convention: algbw, engine: dma}\n";
+    const HardwareSpec hw = parse_hardware(overlay, "br166-dma.yaml");
+    const auto& ag = hw.tiers[2].collective(Collective::AllGather);
+    REQUIRE(ag.has_value());
+    CHECK(ag->engine == Engine::Dma);
+    CHECK(ag->compute_share == 1.0);
+    CHECK_THROWS_AS((void)parse_hardware("extends: br166-ubbv2\nname: x\nnetwork:\n  tiers:\n    - name: node\n"
+                                         "      collectives:\n        all_gather: {bandwidth: 1 GB/s, engine: dma, "
+                                         "compute_share: 0.5}\n",
+                                         "x.yaml"),
+                    ConfigError);
+  }
+
   TEST_CASE("references resolve against the including file's folder, not the working directory") {
     auto cwd = fs::current_path();
     fs::current_path(fs::temp_directory_path());
