@@ -47,6 +47,9 @@ struct ValidationCase {
   Metric metric = Metric::StepTime;
   double measured = 0;      ///< in the metric's unit
   std::string definition;   ///< how the source defines its figure
+  /// Layer metrics: the model ops that make up the measured figure, as name globs
+  /// (`measured.ops`, e.g. a profile's rows); empty = the metric's default set.
+  std::vector<std::string> ops;
   double bound_pct = 25;    ///< |error| above this fails `paraplan validate`
   Plan plan;                ///< hardware, model and strategy (strategy cases)
   CollectiveCase collective;  ///< collective cases

@@ -35,26 +35,7 @@ std::string slurp(const std::string& path, std::uintmax_t max_bytes, const char*
   return std::move(file.text);
 }
 
-bool glob(std::string_view pattern, std::string_view name) {
-  // '*' matches any run of characters; everything else itself.
-  std::size_t p = 0, n = 0, star = std::string_view::npos, mark = 0;
-  while (n < name.size()) {
-    if (p < pattern.size() && pattern[p] == '*') {
-      star = p++;
-      mark = n;
-    } else if (p < pattern.size() && pattern[p] == name[n]) {
-      ++p;
-      ++n;
-    } else if (star != std::string_view::npos) {
-      p = star + 1;
-      n = ++mark;
-    } else {
-      return false;
-    }
-  }
-  while (p < pattern.size() && pattern[p] == '*') ++p;
-  return p == pattern.size();
-}
+bool glob(std::string_view pattern, std::string_view name) { return util::glob_match(pattern, name); }
 
 bool phase_ok(const std::string& want, const std::string& have) { return want == "any" || have == "any" || want == have; }
 

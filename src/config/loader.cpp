@@ -735,6 +735,7 @@ ValidationCase read_case(const Node& root, const std::shared_ptr<const Source>& 
       if (auto v = mr.enumeration("metric", kMetricNames, Need::Required)) c.metric = *v;
       if (auto v = mr.number("value", 1e-12, 1e300, Need::Required)) c.measured = *v;
       if (auto v = mr.text("definition", Need::Required)) c.definition = *v;
+      c.ops = mr.text_list("ops");
     }
     mr.finish();
   }

@@ -120,7 +120,14 @@ CaseResult run_case(const ValidationCase& c) {
           if (l.kind != kind) continue;
           for (const OpEstimate& op : l.ops) {
             if ((op.phase == "forward") != fwd) continue;
-            if (moe && !in_moe_block(op.name)) continue;
+            if (!c.ops.empty()) {
+              if (std::none_of(c.ops.begin(), c.ops.end(),
+                               [&](const std::string& g) { return util::glob_match(g, op.name); })) {
+                continue;
+              }
+            } else if (moe && !in_moe_block(op.name)) {
+              continue;
+            }
             compute += op.time_s;
           }
         }
