@@ -201,6 +201,9 @@ struct ProfileFit {
   double before_forward_s = 0, before_backward_s = 0, after_forward_s = 0, after_backward_s = 0;
   double mean_error_before = 0, mean_error_after = 0;  ///< mean |model - measured| / measured over rows
   std::vector<int> at_bound;                           ///< multipliers held at 1/4 or 4 (internal index)
+  /// Share of the compute units the layer's overlapped EP kernels held (DeepEP's SMs): the
+  /// model's compute ops were compared at 1 / (1 - share) of their time, as they ran; 0 = none.
+  double held_share = 0;
 };
 
 /// Fits `profile` to the model of `plan`'s `layer` kind (moe | dense) by least squares on

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "calibrate/trace_json.hpp"
+#include "cost/comm.hpp"
 #include "config/builtin.hpp"
 #include "config/reader.hpp"
 #include "config/tree.hpp"
@@ -168,8 +169,31 @@ bool item_phase_ok(const std::string& want, const Item& it) {
   return want == (it.pass == 0 ? "forward" : "backward");
 }
 
-std::vector<Item> layer_items(const Plan& plan, const std::string& layer, std::vector<std::string>& tiers) {
+// The share of the compute units the layer's EP kernels hold while the layer computes: with EP
+// overlapped (pp > 1) on a device whose communication kernels hold `comm_units` (DeepEP's
+// SMs), the layer's kernels ran on the rest, as `evaluate` runs the overlapped layer
+// (src/search/step.cpp, expose): a trace of that run shows them 1 / (1 - share) longer.
+double held_share(const Plan& plan, const CommBreakdown& comm, const std::string& layer) {
+  const Strategy& s = plan.strategy;
+  if (!s.overlap.ep || s.parallel.pp <= 1 || cost::dma_compute_share(plan.hardware) <= 0) return 0;
+  double share = 0;
+  for (const LayerComm& lc : comm.layers) {
+    if (lc.kind != layer) continue;
+    for (const CommOpEstimate& op : lc.ops) {
+      if (op.group != "ep") continue;
+      for (const CommStageEstimate& st : op.stages) {
+        if (st.compute_share > 0 && st.compute_share < 1) share = std::max(share, st.compute_share);
+      }
+    }
+  }
+  return std::min(share, 0.9);
+}
+
+std::vector<Item> layer_items(const Plan& plan, const std::string& layer, std::vector<std::string>& tiers,
+                              double* share_out) {
   const CommBreakdown comm = estimate_comm(plan);
+  const double share = held_share(plan, comm, layer);
+  if (share_out != nullptr) *share_out = share;
   const double load = plan.strategy.moe.routing == Routing::Balanced ? 1.0 : comm.routing.rank_load;
   const ComputeBreakdown cb = estimate_compute(plan, load);
   std::vector<Item> items;
@@ -184,7 +208,7 @@ std::vector<Item> layer_items(const Plan& plan, const std::string& layer, std::v
     it.pass = op.phase == "forward" ? 0 : 1;
     it.weight_grad = op.phase == "weight_grad";
     const int kernel_pass = op.phase == "forward" || op.phase == "recompute" ? 0 : it.weight_grad ? 2 : 1;
-    it.time_s = op.time_s;
+    it.time_s = op.time_s / (1 - share);
     it.op_class = op.op_class;
     it.kind = op.kind;
     for (int c = 0; c < kOpClassCount; ++c) {
@@ -339,7 +363,7 @@ ProfileFit calibrate_profile(const Profile& profile, const ProfileMap& map, cons
                              double forward_passes, double backward_passes) {
   ProfileFit fit;
   std::vector<std::string> tiers;
-  std::vector<Item> items = layer_items(plan, layer, tiers);
+  std::vector<Item> items = layer_items(plan, layer, tiers, &fit.held_share);
   const int unknowns = kComputeUnknowns + static_cast<int>(tiers.size()) * kCollectiveCount;
 
   // Rows: measured time, and the model's time per multiplier plus a fixed part.

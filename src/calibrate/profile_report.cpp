@@ -21,6 +21,11 @@ std::string profile_fit_text(const Profile& profile, const ProfileMap& map, cons
     out << "layer passes in the trace: " << fit.forward_passes << " forward, " << fit.backward_passes << " backward ("
         << (passes_given ? "--passes" : "counted from the attention kernels") << ")\n";
   }
+  if (fit.held_share > 0) {
+    out << "model compute ops at 1 / (1 - " << fmt("%.3f", fit.held_share)
+        << "): the layer's EP kernels held that share of the compute units through the overlapped window, as "
+           "`evaluate` runs the layer\n";
+  }
   out << "\n" << pad("row", 48, false) << pad("pass", 10, false) << pad("measured", 12, true) << pad("model", 12, true)
       << pad("error", 9, true) << pad("fitted", 12, true) << pad("error", 9, true) << "\n";
   for (const ProfileFitRow& r : fit.rows) {
