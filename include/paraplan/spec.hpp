@@ -408,6 +408,11 @@ struct Training {
   /// torch.compile covers the transformer blocks only), rather than a fused or vocab-parallel
   /// cross-entropy. `training.loss: eager`; default: as `training.elementwise`.
   bool eager_loss = false;
+  /// Megatron-Core's vocab-parallel cross-entropy without --cross-entropy-loss-fusion:
+  /// logits.float(), max, in-place subtract, exp, sum, divide (forward), multiply and the
+  /// cast back (backward), each a pass over the logits shard (NVIDIA/Megatron-LM@1e057005
+  /// megatron/core/tensor_parallel/cross_entropy.py). `training.loss: unfused`.
+  bool unfused_loss = false;
   /// Low-precision storage (DeepSeek-V3 sec. 3.3.3; Megatron-LM --fp8-param-gather): with FP8
   /// GEMMs, linear-layer weights are held in FP8 only (the FP32 master stays with the
   /// optimizer), the attention output is cached once in FP8 (E5M6; it serves the flash
@@ -514,9 +519,10 @@ struct SearchSpace {
   bool unfused_attention = false;  ///< training.attention: unfused
   std::string attention_kernel;    ///< training.attention: a named flash kernel (empty = default)
   bool eager_elementwise = false;  ///< training.elementwise: eager
-  int eager_loss = -1;             ///< training.loss: 0 fused, 1 eager, -1 as elementwise
+  int eager_loss = -1;             ///< training.loss: 0 fused, 1 eager, 2 unfused, -1 as elementwise
   /// Whether the loss runs eagerly: `training.loss` if given, else as `training.elementwise`.
   [[nodiscard]] bool loss_eager() const { return eager_loss < 0 ? eager_elementwise : eager_loss == 1; }
+  [[nodiscard]] bool loss_unfused() const { return eager_loss == 2; }
   bool fp8_storage = false;        ///< training.fp8_storage
   bool bf16_grads = false;         ///< training.grad_precision: bf16
   Choice<int> global_batch;

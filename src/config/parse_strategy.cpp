@@ -214,8 +214,8 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
     if (auto v = t.enumeration("elementwise", EnumNames<bool>{{"fused", false}, {"eager", true}})) {
       sp.eager_elementwise = *v;
     }
-    if (auto v = t.enumeration("loss", EnumNames<bool>{{"fused", false}, {"eager", true}})) {
-      sp.eager_loss = *v ? 1 : 0;
+    if (auto v = t.enumeration("loss", EnumNames<int>{{"fused", 0}, {"eager", 1}, {"unfused", 2}})) {
+      sp.eager_loss = *v;
     }
     if (auto v = t.boolean("fp8_storage")) sp.fp8_storage = *v;
     if (auto v = t.enumeration("grad_precision", EnumNames<bool>{{"fp32", false}, {"bf16", true}})) {
@@ -305,6 +305,7 @@ Strategy read_strategy(const Node& root, Diags& diags) {
   s.training.attention_kernel = sp.attention_kernel;
   s.training.eager_elementwise = sp.eager_elementwise;
   s.training.eager_loss = sp.loss_eager();
+  s.training.unfused_loss = sp.loss_unfused();
   s.training.fp8_storage = sp.fp8_storage;
   s.training.bf16_grads = sp.bf16_grads;
   s.moe.dispatch = first_or(sp.dispatch, Dispatch::AllToAll);

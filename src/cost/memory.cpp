@@ -554,7 +554,9 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
   // (`training.loss: eager`; torchtitan: cross_entropy(pred.float(), labels)) peaks in its
   // backward at 12 B: the saved FP32 log-probabilities, nll's FP32 gradient and log_softmax's
   // FP32 input gradient (in forward 10 B: BF16 logits, their FP32 copy and the log-probabilities).
-  const double logits = (1 + m.mtp_depth) * T * m.vocab / p.tp * (s.training.eager_loss ? 3 * kFp32Bytes : kFp32Bytes);
+  // Megatron's unfused loss peaks at its start: the BF16 logits and their FP32 copy (6 B).
+  const double logits = (1 + m.mtp_depth) * T * m.vocab / p.tp *
+                        (s.training.eager_loss ? 3 * kFp32Bytes : s.training.unfused_loss ? kFp32Bytes + kBf16Bytes : kFp32Bytes);
 
   // What a rank holds apart from its in-flight activation sets follows from what its chunks
   // count; neighbouring ranks usually count the same, and then share it.

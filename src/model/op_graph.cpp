@@ -506,6 +506,13 @@ std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const Har
     if (c.s.training.eager_loss) {
       ops.push_back(memory(prefix + "cross_entropy", Module::Other, 18 * T * vocab_shard, 18 * T * vocab_shard,
                            MemClass::Reduction, 3, 2));
+    } else if (c.s.training.unfused_loss) {
+      // Megatron-Core's unfused vocab-parallel cross-entropy (megatron/core/tensor_parallel/
+      // cross_entropy.py): forward .float() (2 + 4 B per logit), max (4), in-place subtract
+      // (4 + 4), exp (4 + 4), sum (4), softmax divide (4 + 4) = 38 B in 6 kernels; backward
+      // multiply by the loss gradient (4 + 4) and the cast back to BF16 (4 + 2) = 14 B in 2.
+      ops.push_back(memory(prefix + "cross_entropy", Module::Other, 38 * T * vocab_shard, 14 * T * vocab_shard,
+                           MemClass::Reduction, 6, 2));
     } else {
       ops.push_back(memory(prefix + "cross_entropy", Module::Other, T * vocab_shard * (kAct + kFp32),
                            T * vocab_shard * (kFp32 + kAct), MemClass::Reduction, 3, 1));

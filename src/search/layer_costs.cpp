@@ -25,7 +25,7 @@ std::size_t LayerKeyHash::operator()(const LayerKey& k) const noexcept {
   mix((k.fp8_dispatch ? 1u : 0u) | (k.gate_at_swiglu ? 2u : 0u) | (k.fp8_storage ? 4u : 0u));
   mix(static_cast<std::size_t>(k.algorithm));
   mix(std::hash<std::string>{}(k.attention_kernel));
-  mix((k.eager_elementwise ? 1u : 0u) | (k.eager_loss ? 2u : 0u));
+  mix((k.eager_elementwise ? 1u : 0u) | (k.eager_loss ? 2u : 0u) | (k.unfused_loss ? 4u : 0u));
   return h;
 }
 
@@ -59,6 +59,7 @@ LayerKey key_of(const Strategy& s, int model_seq) {
   k.attention_kernel = s.training.attention_kernel;
   k.eager_elementwise = s.training.eager_elementwise;
   k.eager_loss = s.training.eager_loss;
+  k.unfused_loss = s.training.unfused_loss;
   return k;
 }
 

@@ -35,6 +35,7 @@ struct LayerKey {
   std::string attention_kernel;
   bool eager_elementwise = false;
   bool eager_loss = false;
+  bool unfused_loss = false;
 
   bool operator==(const LayerKey&) const = default;
 };

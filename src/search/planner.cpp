@@ -697,6 +697,7 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
   base.parallel.loss_in_split = sp.loss_in_split;
   base.training.eager_elementwise = sp.eager_elementwise;
   base.training.eager_loss = sp.loss_eager();
+  base.training.unfused_loss = sp.loss_unfused();
 
   for (int n : nodes) {
     const int devices = n * dpn;
