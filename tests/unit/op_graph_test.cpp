@@ -125,6 +125,15 @@ TEST_SUITE("model.op_graph") {
     CHECK(op(layer(fused, LayerKind::Dense), "input_norm").bytes == doctest::Approx(4.0 * 1024 * 8192));
     CHECK(op(layer(fused, LayerKind::Dense), "swiglu").bytes == doctest::Approx(6.0 * 8192 * 3584));
     CHECK(op(layer(fused, LayerKind::Dense), "rope").bytes == doctest::Approx(4.0 * 8192 * 9 * 128));
+    // Megatron's unfused vocab-parallel cross-entropy (NVIDIA/Megatron-LM@1e057005
+    // megatron/core/tensor_parallel/cross_entropy.py, the logits cast by .float() first):
+    // forward .float() 2 + 4, max 4, sub_ 4 + 4, exp 4 + 4, sum 4, div_ 4 + 4 = 38 B per logit
+    // in 6 kernels; backward mul_ 4 + 4 and the cast back 4 + 2 = 14 B in 2.
+    p.strategy.training.unfused_loss = true;
+    const Layer unfused = layer(model::build_layers(p.model, p.strategy, p.hardware, 1.0), LayerKind::Head);
+    CHECK(op(unfused, "cross_entropy").bytes == doctest::Approx(38.0 * 8192 * (128256 / 8)));
+    CHECK(op(unfused, "cross_entropy").kernels == 6);
+    CHECK(op(unfused, "cross_entropy.bwd", Phase::InputGrad).bytes == doctest::Approx(14.0 * 8192 * (128256 / 8)));
   }
 
   TEST_CASE("GQA with tp above kv_heads replicates one KV head per rank") {
