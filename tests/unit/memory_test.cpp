@@ -718,13 +718,22 @@ TEST_SUITE("validation.seed_memory") {
             doctest::Approx(0.5 * r1.stages[i].activations).epsilon(1e-9));
       CHECK(r7.stages[i].activations == doctest::Approx(r4.stages[i].activations).epsilon(1e-9));
     }
-    // Totals: weights, gradients and optimizer states follow experts per card (32 -> 16 -> 8),
-    // which the seeds' A/M table has no term for: row 4 / row 1 ~ 0.52 (halves with mb and
-    // with experts per card), row 7 / row 4 ~ 0.87 (EP64 halves the expert state again).
-    const double q41 = worst(r4).total / worst(r1).total, q74 = worst(r7).total / worst(r4).total;
+    // Parameters on the worst stage: the expert state follows experts per card (EP16 -> 32 ->
+    // 64 over dies: 16 -> 8 -> 4 per card), the dense state (attention, shared experts, the
+    // last stage's head and MTP module) does not. The seeds' A/M table has no term for either.
+    const StageMemory& w1 = worst(r1);
+    const StageMemory& w4 = worst(r4);
+    const StageMemory& w7 = worst(r7);
+    CHECK(w4.stage == w1.stage);
+    CHECK(w4.dense_params == doctest::Approx(w1.dense_params));
+    CHECK(w4.expert_params == doctest::Approx(0.5 * w1.expert_params));
+    CHECK(w7.expert_params == doctest::Approx(0.5 * w4.expert_params));
+    // So the totals fall by less than the seeds' halving: row 4 / row 1 is 0.66 here, not 0.5
+    // (the fixed dense state), and row 7 / row 4 0.79, not 1 (the expert state halves again).
+    const double q41 = w4.total / w1.total, q74 = w7.total / w4.total;
     MESSAGE("row 4 / row 1 = " << q41 << ", row 7 / row 4 = " << q74);
-    CHECK(q41 == doctest::Approx(0.5).epsilon(0.1));
-    CHECK(q74 == doctest::Approx(1.0).epsilon(0.2));
+    CHECK(q41 > 0.5);
+    CHECK(q41 < 0.75);
     CHECK(q74 < 1.0);
   }
 }
