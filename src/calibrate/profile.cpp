@@ -36,8 +36,6 @@ std::string slurp(const std::string& path, std::uintmax_t max_bytes, const char*
   return std::move(file.text);
 }
 
-bool glob(std::string_view pattern, std::string_view name) { return util::glob_match(pattern, name); }
-
 bool phase_ok(const std::string& want, const std::string& have) { return want == "any" || have == "any" || want == have; }
 
 bool known_phase(const std::string& p) { return p == "forward" || p == "backward" || p == "weight_grad" || p == "any"; }
@@ -471,7 +469,7 @@ ProfileFit calibrate_profile(const Profile& profile, const ProfileMap& map, cons
       for (Item& it : items) {
         if (it.taken || !item_phase_ok(r.phase, it)) continue;
         const auto& pats = it.comm ? e->comm : e->ops;
-        if (std::none_of(pats.begin(), pats.end(), [&](const std::string& p) { return glob(p, it.name); })) continue;
+        if (std::none_of(pats.begin(), pats.end(), [&](const std::string& p) { return util::glob_match(p, it.name); })) continue;
         it.taken = true;
         if (std::find(names.begin(), names.end(), it.name) == names.end()) names.push_back(it.name);
         if (it.unknown >= 0) {
