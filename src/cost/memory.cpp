@@ -655,16 +655,28 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
     st.total = st.weights + st.gradients + st.optimizer_states + st.activations + st.buffers + st.reserve;
   };
 
-  const auto layout = schedule::rank_chunks(m, s);
+  // The search's fast path keeps one stage per run of ranks that hold the same layers (see
+  // combine_memory in memory.hpp) and visits only each run's first rank, which holds the
+  // most in-flight sets; each rank's host memory follows from its run's (host_of below).
+  const int nd_model = model::dense_layers(m);
+  const bool compact = !detail;
+  const auto runs = compact ? schedule::rank_runs(m, s, nd_model) : nullptr;
+  const auto layout = compact ? runs->ranks : schedule::rank_chunks(m, s);
   const auto& ranks = *layout;
   const int pp = static_cast<int>(ranks.size());
-  // The search's fast path keeps one stage per run of ranks that hold the same layers (see
-  // combine_memory in memory.hpp); offload needs every rank's host memory.
-  const int nd_model = model::dense_layers(m);
-  const bool compact = !detail && !s.training.activation_offload && !s.training.optimizer_offload;
-  est.stages.reserve(compact ? 4 : static_cast<std::size_t>(pp));
+  const std::size_t visits = compact ? runs->starts.size() : ranks.size();
+  est.stages.reserve(visits);
+  // Compact: what each stage's ranks keep in host memory, for host_of.
+  struct RunHost {
+    int first = 0;
+    double optimizer_host = 0, per_set_sum = 0;
+    std::size_t chunks = 1;
+  };
+  thread_local std::vector<RunHost> run_host;  // reused: no allocation per candidate
+  run_host.clear();
   Held held;
-  for (int r = 0; r < pp; ++r) {
+  for (std::size_t i = 0; i < visits; ++i) {
+    const int r = compact ? runs->starts[i] : static_cast<int>(i);
     const auto& chunks = ranks[static_cast<std::size_t>(r)];
     bool holds_embedding = false;
     for (const schedule::Chunk& c : chunks) holds_embedding = holds_embedding || c.embedding;
@@ -699,7 +711,21 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
     if (detail) st.buffer_parts = held.buffer_parts;
     st.reserve = hw.device.memory_reserve_bytes;
     place_sets(st, r, in_flight, chunks.size(), held);
+    if (compact) run_host.push_back({r, held.optimizer_host, held.per_set_sum, chunks.size()});
   }
+  // Rank r's host memory: its stage's, or (compact) as place_sets gives it for r's sets.
+  auto host_of = [&](int r) {
+    if (!compact) return est.stages[static_cast<std::size_t>(r)].host_bytes;
+    const auto run = std::prev(std::upper_bound(run_host.begin(), run_host.end(), r,
+                                                [](int rank, const RunHost& h) { return rank < h.first; }));
+    double host = run->optimizer_host;
+    const double in_flight = schedule::in_flight_sets(s, r, est.micro_batches);
+    if (s.training.activation_offload && in_flight > 1) {
+      const double chunks = static_cast<double>(run->chunks);
+      host += run->per_set_sum * (in_flight / chunks - 1.0 / chunks);
+    }
+    return host;
+  };
 
   for (std::size_t i = 1; i < est.stages.size(); ++i) {
     if (est.stages[i].total > est.stages[static_cast<std::size_t>(est.worst_stage)].total) {
@@ -728,7 +754,7 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
         // The last stage also takes devices past pp x stage_size (as g / stage_size clamps).
         const long long a = std::max(lo, st * stage_size);
         const long long b = st == pp - 1 ? hi : std::min(hi, (st + 1) * stage_size);
-        if (b > a) node += static_cast<double>(b - a) * est.stages[static_cast<std::size_t>(st)].host_bytes;
+        if (b > a) node += static_cast<double>(b - a) * host_of(static_cast<int>(st));
         if (b >= hi) break;
       }
       est.host_bytes_per_node = std::max(est.host_bytes_per_node, node);

@@ -107,10 +107,11 @@ ParamCount chunk_params(const MemoryInputs& in, const ModelSpec& m, const schedu
 
 /// Combines per-key inputs with a strategy's layout, ZeRO, optimizer and offload. With
 /// `detail` = false only the totals are filled (no per-module parts, no reason strings
-/// beyond a short one): the search's fast path. There, without offload, `stages` keeps one
-/// stage per run of consecutive ranks that hold the same layers: the one that holds the
-/// most in-flight sets (the first on a tie), so the worst stage, its index `worst_stage`
-/// into `stages` and the stage with the most parameters are those of the full list.
+/// beyond a short one): the search's fast path. There `stages` keeps one stage per run of
+/// consecutive ranks that hold the same layers: the one that holds the most in-flight sets
+/// (the first on a tie), so the worst stage, its index `worst_stage` into `stages` and the
+/// stage with the most parameters are those of the full list; the host memory per node is
+/// summed over every rank all the same.
 /// estimate_memory() = combine with detail.
 MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelSpec& m,
                               const Strategy& s, bool detail);

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <unordered_map>
 
 namespace paraplan::cost {
 
@@ -119,7 +121,9 @@ double expected_max_normal(double mean, double sd, int n) {
   });
 }
 
-LoadFactors load_factors(double tokens, int E, int k, int ranks) {
+namespace {
+
+LoadFactors compute_load_factors(double tokens, int E, int k, int ranks) {
   LoadFactors f;
   if (tokens <= 0 || E <= 0 || k <= 0) return f;
   const double p = static_cast<double>(k) / E;
@@ -134,6 +138,33 @@ LoadFactors load_factors(double tokens, int E, int k, int ranks) {
     const double mean_rank = tokens * k * q;
     f.rank = expected_max_normal(mean_rank, std::sqrt(tokens * var_token), ranks) / mean_rank;
   }
+  return f;
+}
+
+}  // namespace
+
+LoadFactors load_factors(double tokens, int E, int k, int ranks) {
+  // A search asks for the same few (tokens, E, k, ranks) from hundreds of layer keys, and each
+  // answer sums thousands of terms: remembered per thread (no lock), at most kMax answers.
+  struct Key {
+    double tokens;
+    int E, k, ranks;
+    bool operator==(const Key&) const = default;
+  };
+  struct Hash {
+    std::size_t operator()(const Key& q) const {
+      std::size_t h = std::hash<double>{}(q.tokens);
+      for (int v : {q.E, q.k, q.ranks}) h = h * 1000003u ^ std::hash<int>{}(v);
+      return h;
+    }
+  };
+  constexpr std::size_t kMax = 4096;
+  thread_local std::unordered_map<Key, LoadFactors, Hash> memo;
+  const Key key{tokens, E, k, ranks};
+  if (auto it = memo.find(key); it != memo.end()) return it->second;
+  if (memo.size() >= kMax) memo.clear();
+  const LoadFactors f = compute_load_factors(tokens, E, k, ranks);
+  memo.emplace(key, f);
   return f;
 }
 

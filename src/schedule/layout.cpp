@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "config/pipeline_layout.hpp"
 
@@ -120,12 +121,56 @@ std::shared_ptr<const std::vector<std::vector<Chunk>>> rank_chunks(const ModelSp
   };
   using Layout = std::shared_ptr<const std::vector<std::vector<Chunk>>>;
   thread_local std::unordered_map<Key, Layout, Hash> memo;
+  // Neighbouring candidates of a search share their layout: the last answer first.
+  thread_local Key last_key;
+  thread_local Layout last;
+  if (last && key.shape == last_key.shape && key.layout == last_key.layout) return last;
   auto it = memo.find(key);
   if (it == memo.end()) {
     if (memo.size() >= 64) memo.clear();  // bounded: a long-lived thread meets many models
     it = memo.emplace(key, std::make_shared<const std::vector<std::vector<Chunk>>>(build_rank_chunks(m, s))).first;
   }
+  last_key = key;
+  last = it->second;
   return it->second;
+}
+
+std::shared_ptr<const RankRuns> rank_runs(const ModelSpec& m, const Strategy& s, int dense_layers) {
+  auto ranks = rank_chunks(m, s);
+  // Keyed by the layout's address: the entry holds the layout, so no other layout can take
+  // that address while the entry lives.
+  using Key = std::pair<const void*, int>;
+  struct Hash {
+    std::size_t operator()(const Key& k) const noexcept {
+      return std::hash<const void*>{}(k.first) * 1099511628211ull ^ static_cast<std::size_t>(k.second);
+    }
+  };
+  thread_local std::unordered_map<Key, std::shared_ptr<const RankRuns>, Hash> memo;
+  thread_local int last_dense = 0;
+  const Key key{ranks.get(), dense_layers};
+  thread_local std::shared_ptr<const RankRuns> last;
+  if (last && last->ranks == ranks && last_dense == dense_layers) return last;
+  if (auto it = memo.find(key); it != memo.end()) {
+    last = it->second;
+    last_dense = dense_layers;
+    return last;
+  }
+  if (memo.size() >= 64) memo.clear();
+  auto runs = std::make_shared<RankRuns>();
+  auto same = [&](const Chunk& a, const Chunk& b) {
+    auto dense = [&](const Chunk& c) { return std::max(0, std::min(c.first_layer + c.layers, dense_layers) - c.first_layer); };
+    return dense(a) == dense(b) && a.layers == b.layers && a.embedding == b.embedding && a.head == b.head && a.mtp == b.mtp;
+  };
+  const auto& all = *ranks;
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    const bool joins = r > 0 && all[r].size() == all[r - 1].size() &&
+                       std::equal(all[r].begin(), all[r].end(), all[r - 1].begin(), same);
+    if (!joins) runs->starts.push_back(static_cast<int>(r));
+  }
+  runs->ranks = std::move(ranks);
+  last = memo.emplace(key, std::move(runs)).first->second;
+  last_dense = dense_layers;
+  return last;
 }
 
 int micro_batches(const Strategy& s) {

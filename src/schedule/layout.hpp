@@ -41,6 +41,18 @@ std::vector<int> chunk_layer_counts(int layers, int chunks, int first = 0, int l
 /// its layout alive.
 std::shared_ptr<const std::vector<std::vector<Chunk>>> rank_chunks(const ModelSpec& m, const Strategy& s);
 
+/// Runs of consecutive pipeline ranks whose chunks hold the same: per chunk in order its
+/// dense and MoE layer counts (`dense_layers` = the model's dense layers, which come first),
+/// embedding, head and MTP flags. Such ranks cost the same time per micro-batch and hold the
+/// same parameters; only their in-flight activation sets differ, and those never grow with
+/// the rank (in_flight_sets). The search's fast paths visit one rank per run. Memoized per
+/// thread beside rank_chunks (at most 64 entries).
+struct RankRuns {
+  std::shared_ptr<const std::vector<std::vector<Chunk>>> ranks;  ///< rank_chunks(m, s)
+  std::vector<int> starts;  ///< the first rank of each run, ascending, from 0
+};
+std::shared_ptr<const RankRuns> rank_runs(const ModelSpec& m, const Strategy& s, int dense_layers);
+
 /// Micro-batches per step per DP rank: global_batch / (dp x micro_batch).
 int micro_batches(const Strategy& s);
 

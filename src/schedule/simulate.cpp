@@ -1,6 +1,8 @@
 #include "schedule/simulate.hpp"
 
 #include <algorithm>
+#include <array>
+#include <initializer_list>
 #include <deque>
 #include <string>
 #include <tuple>
@@ -63,10 +65,20 @@ Layout layout_of(Schedule s, int pp, int vpp) {
   return l;
 }
 
-// One operation of a rank: one task, or two run back to back as one (DualPipe's paired
-// forward-backward chunks).
+// One operation of a rank: one task, or up to three run back to back as one (a backward
+// with its weight gradient; DualPipe's paired forward and backward chunks). Held inline: a
+// step has tens of thousands of them.
 struct Op {
-  std::vector<Key> tasks;
+  std::array<Key, 3> tasks{};
+  int n = 0;
+  Op() = default;
+  Op(std::initializer_list<Key> ks) {
+    for (const Key& k : ks) add(k);
+  }
+  void add(const Key& k) { tasks[static_cast<std::size_t>(n++)] = k; }
+  [[nodiscard]] const Key* begin() const { return tasks.data(); }
+  [[nodiscard]] const Key* end() const { return tasks.data() + n; }
+  [[nodiscard]] std::size_t size() const { return static_cast<std::size_t>(n); }
 };
 
 struct Sim {
@@ -173,15 +185,15 @@ struct Sim {
           // Every input from outside the op must be there; a W after its own B in the same
           // op waits only for that B.
           bool ok = true;
-          for (const Key& k : op.tasks) {
-            const bool own = k.kind == 'W' && std::any_of(op.tasks.begin(), op.tasks.end(), [&](const Key& o) {
+          for (const Key& k : op) {
+            const bool own = k.kind == 'W' && std::any_of(op.begin(), op.end(), [&](const Key& o) {
                                return o.kind == 'B' && o.dir == k.dir && o.pos == k.pos && o.micro == k.micro;
                              });
             if (!own && ready(k) == kUnknown) ok = false;
           }
           if (!ok) break;
           double start = free_at[r];
-          for (const Key& k : op.tasks) {
+          for (const Key& k : op) {
             start = std::max(start, ready(k));
             run(static_cast<int>(r), k, start, sets[r]);
             start = end(k);
@@ -189,8 +201,8 @@ struct Sim {
           // An op's outputs leave when it ends: one autograd backward sends the input
           // gradient after the weight gradient; DualPipe's paired chunks send both after
           // the pair.
-          if (op.tasks.size() > 1) {
-            for (const Key& k : op.tasks) {
+          if (op.size() > 1) {
+            for (const Key& k : op) {
               if (k.kind != 'W') sent_[index(k)] = start;
             }
           }
@@ -210,8 +222,8 @@ struct Sim {
 };
 
 // B with its W, as 1F1B and the interleaved schedule run them.
-Op bw(int dir, int pos, int micro) { return Op{{Key{dir, pos, micro, 'B'}, Key{dir, pos, micro, 'W'}}}; }
-Op one(int dir, int pos, int micro, char kind) { return Op{{Key{dir, pos, micro, kind}}}; }
+Op bw(int dir, int pos, int micro) { return Op{Key{dir, pos, micro, 'B'}, Key{dir, pos, micro, 'W'}}; }
+Op one(int dir, int pos, int micro, char kind) { return Op{Key{dir, pos, micro, kind}}; }
 
 std::vector<std::vector<Op>> one_f_one_b(int pp, int m) {
   std::vector<std::vector<Op>> orders(static_cast<std::size_t>(pp));
@@ -295,48 +307,48 @@ template <typename KeyOf>
 std::vector<Op> dual_steps(int warm, int near, int main, KeyOf key) {
   std::vector<Op> o;
   std::deque<Key> wq;
-  auto push = [&](std::vector<Key> ks) { o.push_back(Op{std::move(ks)}); };
+  auto push = [&](const Op& op) { o.push_back(op); };
   auto f = [&](int phase) { return key(phase, 'F'); };
-  auto b = [&](int phase, bool zb, std::vector<Key>& into) {
+  auto b = [&](int phase, bool zb, Op& into) {
     const Key k = key(phase, 'B');
-    into.push_back(k);
+    into.add(k);
     Key w = k;
     w.kind = 'W';
     if (zb) {
       wq.push_back(w);
     } else {
-      into.push_back(w);
+      into.add(w);
     }
   };
   auto weight = [&]() {
-    push({wq.front()});
+    push(Op{wq.front()});
     wq.pop_front();
   };
-  for (int i = 0; i < warm * 2; ++i) push({f(0)});                     // step 1: nF0
+  for (int i = 0; i < warm * 2; ++i) push(Op{f(0)});                     // step 1: nF0
   for (int i = 0; i < near; ++i) {                                     // step 2: nF0F1
-    push({f(0)});
-    push({f(1)});
+    push(Op{f(0)});
+    push(Op{f(1)});
   }
   for (int i = 0; i < warm; ++i) {                                     // step 3: nB1W1F1
-    std::vector<Key> ks;
+    Op ks;
     b(1, true, ks);
     push(ks);
     weight();
-    push({f(1)});
+    push(Op{f(1)});
   }
   for (int i = 0; i < main; ++i) {                                     // step 4: nF0B1F1B0
-    std::vector<Key> a{f(0)};
+    Op a{f(0)};
     b(1, false, a);
     push(a);
-    std::vector<Key> c{f(1)};
+    Op c{f(1)};
     b(0, false, c);
     push(c);
   }
   for (int i = 0; i < warm; ++i) {                                     // step 5: nB1F1B0
-    std::vector<Key> a;
+    Op a;
     b(1, false, a);
     push(a);
-    std::vector<Key> c{f(1)};
+    Op c{f(1)};
     b(0, false, c);
     push(c);
   }
@@ -344,17 +356,17 @@ std::vector<Op> dual_steps(int warm, int near, int main, KeyOf key) {
   bool zb = false;                                                     // second half zero-bubble
   for (int i = 0; i < near; ++i) {
     if (i == near / 2 && q % 2 == 1) zb = true;
-    std::vector<Key> a;
+    Op a;
     b(1, zb, a);
     push(a);
     if (i == near / 2 && q % 2 == 0) zb = true;
-    std::vector<Key> c;
+    Op c;
     b(0, zb, c);
     push(c);
   }
   for (int i = 0; i < warm; ++i) {                                     // step 7: nWB0
     weight();
-    std::vector<Key> c;
+    Op c;
     b(0, true, c);
     push(c);
   }

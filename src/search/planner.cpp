@@ -104,6 +104,11 @@ Field non_finite_field(const Estimate& e) {
       {"stage_w_s", e.stage_w_s},
       {"closed_form_step_s", e.closed_form_step_s},
   };
+  // A NaN or an infinity makes the sum non-finite: one test for the usual case, the names
+  // only when it fails (the sum of finite fields may overflow; then the scan finds none).
+  double sum = 0;
+  for (const Field& f : fields) sum += f.value;
+  if (std::isfinite(sum)) return {};
   for (const Field& f : fields) {
     if (!std::isfinite(f.value)) return f;
   }

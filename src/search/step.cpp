@@ -131,9 +131,11 @@ bool ep_overlapped(const Strategy& s) { return s.overlap.ep && s.parallel.pp > 1
 
 // Per-micro-batch times of every chunk of every rank (exposed communication included):
 // `on_chunk(rank, times)` for each chunk of a rank in order, then `on_rank(rank, total)` with
-// one micro-batch's share of all the rank's chunks.
+// one micro-batch's share of all the rank's chunks. `every_rank` = false visits only the first
+// rank of each run of ranks that hold the same (schedule::rank_runs): the others repeat it.
 template <typename OnChunk, typename OnRank>
-void each_rank(const ModelSpec& m, const Strategy& s, const LayerCosts& c, OnChunk&& on_chunk, OnRank&& on_rank) {
+void each_rank(const ModelSpec& m, const Strategy& s, const LayerCosts& c, OnChunk&& on_chunk, OnRank&& on_rank,
+               bool every_rank = true) {
   const bool ep_overlap = ep_overlapped(s);
   const Exposed dense = expose(c.dense, ep_overlap, s.overlap.tp);
   const Exposed moe = expose(c.moe, ep_overlap, s.overlap.tp);
@@ -141,11 +143,14 @@ void each_rank(const ModelSpec& m, const Strategy& s, const LayerCosts& c, OnChu
   const Exposed emb = expose(c.embedding, false, s.overlap.tp);
   const Exposed head = expose(c.head, false, s.overlap.tp);
   const int nd_model = model::dense_layers(m);
-  const auto layout = schedule::rank_chunks(m, s);
-  int rank = 0;
+  const auto runs = every_rank ? nullptr : schedule::rank_runs(m, s, nd_model);
+  const auto layout = every_rank ? schedule::rank_chunks(m, s) : runs->ranks;
+  const std::size_t visits = every_rank ? layout->size() : runs->starts.size();
   std::array<int, 5> last = {-1, -1, -1, -1, -1};
   RankTime t;
-  for (const auto& chunks : *layout) {
+  for (std::size_t i = 0; i < visits; ++i) {
+    const int rank = every_rank ? static_cast<int>(i) : runs->starts[i];
+    const auto& chunks = (*layout)[static_cast<std::size_t>(rank)];
     RankTime r;
     for (const schedule::Chunk& ch : chunks) {
       const int nd = std::max(0, std::min(ch.first_layer + ch.layers, nd_model) - ch.first_layer);
@@ -167,7 +172,6 @@ void each_rank(const ModelSpec& m, const Strategy& s, const LayerCosts& c, OnChu
     // each end) and both of DualPipeV's (down and up the V).
     if (s.schedule == Schedule::DualPipe && chunks.size() == 2) r.scale(0.5);
     on_rank(rank, r);
-    ++rank;
   }
 }
 
@@ -264,7 +268,8 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
           // (pp - 1)(F + B + W) / vpp is in whole-rank times (Narayanan et al. 2021).
           worst_chunks = s.schedule == Schedule::DualPipeV ? 2.0 : 1.0;
         }
-      });
+      },
+      simulated);
   RankTime chunk = worst;
   chunk.scale(1.0 / worst_chunks);
   e.stage_f_s = worst.f;

@@ -320,13 +320,18 @@ TEST_SUITE("cost.memory") {
 
   TEST_CASE("the search's memory keeps the worst stage and the one with the most parameters") {
     // combine_memory without detail keeps one stage per run of ranks that hold the same
-    // layers; by its contract the worst stage (its total and rank) and the parameters of the
-    // stage that holds the most are those of the full per-rank list.
+    // layers; by its contract the worst stage (its total and rank), the parameters of the
+    // stage that holds the most and the host memory of the busiest node (summed over every
+    // rank, with offload) are those of the full per-rank list.
+    for (int offload = 0; offload < 3; ++offload)
     for (Schedule sch : {Schedule::OneFOneB, Schedule::Interleaved, Schedule::DualPipe, Schedule::ZeroBubble}) {
+      CAPTURE(offload);
       Plan p = make_plan("deepseek-v3", "h800-ib", 1, 16, 8, 1, 128);
       p.strategy.parallel.ep = 8;
       p.strategy.schedule = sch;
       p.strategy.parallel.vpp = sch == Schedule::Interleaved ? 2 : 1;
+      p.strategy.training.activation_offload = offload >= 1;
+      p.strategy.training.optimizer_offload = offload == 2;
       const MemoryEstimate full = estimate_memory(p);
       const MemoryEstimate fast = cost::combine_memory(cost::memory_inputs(p, 1.0), p.hardware, p.model, p.strategy, false);
       REQUIRE(full.stages.size() == 16);
@@ -336,6 +341,8 @@ TEST_SUITE("cost.memory") {
       CHECK(ws.stage == wf.stage);
       CHECK(ws.total == wf.total);
       CHECK(ws.in_flight == wf.in_flight);
+      CHECK(fast.host_bytes_per_node == full.host_bytes_per_node);
+      if (offload > 0) CHECK(full.host_bytes_per_node > 0);
       auto most = [](const MemoryEstimate& m) {
         double best = 0;
         for (const StageMemory& st : m.stages) best = std::max(best, st.dense_params + st.expert_params);
