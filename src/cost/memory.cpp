@@ -525,13 +525,29 @@ namespace paraplan::cost {
 
 MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelSpec& m,
                               const Strategy& s, bool detail) {
+  MemoryEstimate est;
+  combine_memory(in, hw, m, s, detail, est);
+  return est;
+}
+
+void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelSpec& m, const Strategy& s,
+                    bool detail, MemoryEstimate& est) {
   const Parallel& p = s.parallel;
   const double T = in.T;
   const double Tr = in.Tr;
   const double h = m.hidden;
   const bool has_moe = m.moe.has_value();
 
-  MemoryEstimate est;
+  // Start from an empty estimate that keeps the lists' storage (the search reuses one).
+  {
+    std::vector<StageMemory> stages = std::move(est.stages);
+    std::vector<std::string> reasons = std::move(est.infeasible_reasons);
+    stages.clear();
+    reasons.clear();
+    est = MemoryEstimate{};
+    est.stages = std::move(stages);
+    est.infeasible_reasons = std::move(reasons);
+  }
   est.capacity = hw.device.memory_bytes;
   est.host_capacity = hw.host.memory_bytes;
   est.micro_batches = schedule::micro_batches(s);
@@ -818,7 +834,6 @@ MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, co
                       gb(est.host_bytes_per_node - est.host_capacity));
   }
   est.feasible = est.infeasible_reasons.empty();
-  return est;
 }
 
 }  // namespace paraplan::cost

@@ -115,6 +115,9 @@ ParamCount chunk_params(const MemoryInputs& in, const ModelSpec& m, const schedu
 /// estimate_memory() = combine with detail.
 MemoryEstimate combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelSpec& m,
                               const Strategy& s, bool detail);
+/// The same into `out`, whose lists keep their storage (no allocation per candidate).
+void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelSpec& m, const Strategy& s,
+                    bool detail, MemoryEstimate& out);
 
 /// Expert data-parallel degree: ranks holding the same expert shard,
 /// tp x cp x dp (x dies with ep_over_dies) / (ep x etp).

@@ -301,14 +301,14 @@ struct Planner::Impl {
   }
 
   // The rest of evaluate_with once the memory (with the same `detail`) is known.
-  Estimate evaluate_memory(const Strategy& s, const search::LayerCosts& costs, MemoryEstimate mem, bool detail,
+  // Without `detail` the estimate's strategy is left empty, as evaluate_step leaves it.
+  Estimate evaluate_memory(const Strategy& s, const search::LayerCosts& costs, const MemoryEstimate& mem, bool detail,
                            CommMemo* memo, bool simulate) const {
     if (!detail && !mem.feasible) {
       // Pruned: a strategy that does not fit is not worth its step time.
       Estimate e;
-      e.strategy = s;
       e.feasible = false;
-      e.infeasible_reasons = std::move(mem.infeasible_reasons);
+      e.infeasible_reasons = mem.infeasible_reasons;
       e.memory_bytes = search::worst_memory(mem);  // in full: the CSV row shows why it does not fit
       return e;
     }
@@ -1005,6 +1005,7 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
     search::LayerKey last_key;
     const search::LayerCosts* last_costs = nullptr;  // owned by `costs`
     Strategy s = en.base;
+    MemoryEstimate mem;  // reused by every candidate
     for (std::size_t li; (li = next.fetch_add(1)) < en.layouts.size() && !cancelled() && !L.non_finite;) {
       const std::size_t size = en.count(en.layouts[li]);
       if ((options.max_candidates > 0 && taken.fetch_add(size) >= options.max_candidates) ||
@@ -1039,7 +1040,7 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
           last_costs = it->second.get();
           last_key = std::move(lk);
         }
-        MemoryEstimate mem = cost::combine_memory(last_costs->memory, impl_->hw, impl_->model, s, false);
+        cost::combine_memory(last_costs->memory, impl_->hw, impl_->model, s, false, mem);
         // The space's headroom: a strategy may use at most this fraction of device memory.
         const double worst = search::worst_memory(mem).total;
         const bool fits = mem.feasible && worst <= space.memory_headroom * mem.capacity;
@@ -1058,8 +1059,10 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
             continue;
           }
         }
-        Estimate e = impl_->evaluate_memory(s, *last_costs, std::move(mem), false, &memo, false);
+        // The estimate comes without its strategy: copied below only where it is kept.
+        Estimate e = impl_->evaluate_memory(s, *last_costs, mem, false, &memo, false);
         if (e.valid && non_finite_field(e).name != nullptr) {
+          e.strategy = s;
           L.non_finite = std::move(e);  // reported after the join, from the calling thread
           break;
         }
@@ -1071,6 +1074,7 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
           ++L.infeasible;
           // The nearest misses (memory over capacity, least first), for when nothing fits.
           if (e.memory_bytes.capacity > 0) {
+            e.strategy = s;
             if (options.keep_all) L.closest.push_back(e);
             else L.closest.push_back(std::move(e));
             if (L.closest.size() > 2 * kClosest) {
@@ -1101,7 +1105,10 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
             L.cut = std::max_element(L.best.begin(), L.best.end(), ranked_better)->value;
           }
         }
-        if (options.keep_all) L.all.emplace_back(id, std::move(e));
+        if (options.keep_all) {
+          e.strategy = s;
+          L.all.emplace_back(id, std::move(e));
+        }
       }
       done.fetch_add(made, std::memory_order_relaxed);
     }

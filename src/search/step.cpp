@@ -245,7 +245,7 @@ MemoryBreakdown worst_memory(const MemoryEstimate& memory) {
 Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strategy& s, const LayerCosts& c, const MemoryEstimate& memory,
                        const StrategyComm& comm, bool detail, bool simulate) {
   Estimate e;
-  e.strategy = s;
+  if (detail) e.strategy = s;
   const Parallel& p = s.parallel;
   const int micro = schedule::micro_batches(s);
   e.micro_batches = micro;

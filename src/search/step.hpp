@@ -22,7 +22,8 @@ struct DpVolumes {
 };
 
 /// The full estimate of `s` (valid strategy assumed) from its layer costs. `comm` supplies
-/// the PP and DP times; `detail` = false skips the words (the bottleneck text); `simulate`
+/// the PP and DP times; `detail` = false skips the words (the bottleneck text) and leaves
+/// `strategy` empty (the search copies it only into the estimates it keeps); `simulate`
 /// times the pipeline by the event simulation of the schedule instead of the closed form.
 Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strategy& s, const LayerCosts& c,
                        const MemoryEstimate& memory, const StrategyComm& comm, bool detail = true,
