@@ -127,6 +127,82 @@ struct DeepEpCalibration {
 /// (RDMA), Y GB/s (NVL)" lines, "... GB/s (NVL)" for intranode).
 [[nodiscard]] PARAPLAN_EXPORT DeepEpCalibration parse_deepep_log(const std::string& path);
 
+// ---- kernels: flash attention, memory-bound kernels, launch and host costs --------------
+
+/// One timed flash-attention call (bench/gpu/attention.py): a kernel's forward or backward
+/// over `batch` sequences of `seq` tokens, `heads` query heads of `head_dim`.
+struct AttentionRow {
+  std::string kernel;        ///< the hardware's `attention` entry it calibrates (fa2, fa3, cudnn, ...)
+  bool backward = false;
+  bool causal = true;
+  double batch = 1, heads = 1, head_dim = 128, seq = 0;
+  double time_s = 0;
+  double flops = 0;          ///< 4 b h s^2 d forward (half of it causal), x 2.5 backward
+  double efficiency = 0;     ///< flops / (time x the BF16 peak)
+  int line = 0;
+};
+
+/// Reads bench/gpu/attention.py's CSV: a header naming kernel, pass (forward | backward),
+/// causal (0/1 or true/false), batch, heads, head_dim, seq and time_us (or time_ms / time_s);
+/// `#` lines are comments. `peak_bf16`: the device's BF16 FLOP/s (a row above it is an error).
+[[nodiscard]] PARAPLAN_EXPORT std::vector<AttentionRow> read_attention_rows(const std::string& path,
+                                                                            double peak_bf16);
+
+/// The attention model's efficiency and per-tile overhead (device.attention[].forward /
+/// backward and forward_overhead / backward_overhead) of one kernel and pass, fitted to its
+/// rows on `units` compute units: the overhead by a search over 0..4096 in steps of 4, the
+/// efficiency in closed form at each (least squares in relative error); the smallest sum wins.
+struct AttentionFit {
+  std::string kernel;
+  bool backward = false;
+  double efficiency = 0, overhead = 0;
+  double block = 128;
+  int rows = 0;
+  double mean_error = 0, worst_error = 0;  ///< |model - measured| / measured over the rows
+};
+[[nodiscard]] PARAPLAN_EXPORT std::vector<AttentionFit> calibrate_attention(const std::vector<AttentionRow>& rows,
+                                                                            int units, double block = 128);
+
+/// One timed memory-bound kernel (bench/gpu/memory_bound.py): the bytes it reads and writes.
+struct MemoryKernelRow {
+  std::string op;            ///< e.g. rms_norm, swiglu, cast_fp8, copy
+  MemClass mem_class = MemClass::Elementwise;
+  double bytes = 0, time_s = 0;
+  int line = 0;
+};
+
+/// Reads bench/gpu/memory_bound.py's CSV: a header naming op, class (elementwise | norm |
+/// cast | permute | softmax | reduction | copy), bytes and time_us (or time_ms / time_s).
+[[nodiscard]] PARAPLAN_EXPORT std::vector<MemoryKernelRow> read_memory_rows(const std::string& path);
+
+/// Per class, least squares t = fixed + bytes / (fraction x HBM bandwidth): the class's
+/// device.memory_bound fraction; the median fixed time over the classes is the kernel's
+/// fixed cost (device.kernel_overhead: launch and tail).
+struct MemoryClassFit {
+  MemClass mem_class = MemClass::Elementwise;
+  double fraction = 0, fixed_s = 0, r2 = 0, worst_error = 0;
+  int rows = 0;
+};
+struct MemoryCalibration {
+  std::vector<MemoryClassFit> classes;
+  double kernel_overhead_s = 0;  ///< median of the classes' fixed times (>= 0)
+  std::vector<std::string> warnings;  ///< e.g. a class faster than the datasheet bandwidth (clamped to 1)
+};
+[[nodiscard]] PARAPLAN_EXPORT MemoryCalibration calibrate_memory(const std::vector<MemoryKernelRow>& rows,
+                                                                 double memory_bw_bytes_per_s);
+
+/// bench/gpu/launch.py's CSV (`quantity,time_us`): host_issue (host time per launched op of a
+/// training-like autograd loop), host_sync (a device-to-host read and the stream drained
+/// behind it); repeated rows are summarised by their median.
+struct LaunchCalibration {
+  double host_issue_s = 0, host_sync_s = 0;  ///< 0 = not measured
+  int rows = 0;
+};
+[[nodiscard]] PARAPLAN_EXPORT LaunchCalibration read_launch(const std::string& path);
+
+/// The name a memory-bound class has in hardware files (device.memory_bound keys).
+[[nodiscard]] PARAPLAN_EXPORT const char* mem_class_name(MemClass c);
+
 // ---- profiles: the user's own measured step -------------------------------------------
 
 /// One measured row of a profile: an op (CSV) or a kernel name's total (trace), its pass
@@ -274,6 +350,17 @@ struct HardwareOverlay {
   DeepEpCalibration deepep;  ///< cluster all_to_all = dispatch RDMA, node all_to_all = NVL
   std::string deepep_source;
   std::string node_tier, cluster_tier;  ///< tier names for the DeepEP figures
+  /// device.attention entries (merged by name with the base's), with their source
+  std::vector<AttentionFit> attention;
+  std::string attention_source;
+  /// device.memory_bound fractions and device.kernel_overhead, with their source
+  bool memory = false;
+  MemoryCalibration memory_fit;
+  std::string memory_source;
+  /// device.host_issue / host_sync, with their source
+  bool launch = false;
+  LaunchCalibration launch_fit;
+  std::string launch_source;
 };
 
 /// The YAML text of an overlay.

@@ -454,6 +454,50 @@ std::string hardware_overlay_yaml(const HardwareOverlay& o) {
   for (const auto& [c, src] : o.collectives) y << "  - \"" << src << " (" << o.date << ")\"\n";
   if (!o.gemm_table.empty() || o.gemm_model) y << "  - \"" << o.gemm_source << " (" << o.date << ")\"\n";
   if (!o.deepep_source.empty()) y << "  - \"" << o.deepep_source << " (" << o.date << ")\"\n";
+  for (const std::string* src : {&o.attention_source, &o.memory_source, &o.launch_source}) {
+    if (!src->empty()) y << "  - \"" << *src << " (" << o.date << ")\"\n";
+  }
+  // The kernel micro-benchmarks' fields (a command writes one kind of overlay at a time).
+  if (!o.attention.empty() || o.memory || o.launch) {
+    y << "device:\n";
+    if (!o.attention.empty()) {
+      y << "  # fitted by `paraplan calibrate attention` to " << o.attention_source
+        << " (efficiency = e x the tiles' work / their span, per pass)\n  attention:\n";
+      std::vector<std::string> done;
+      for (const AttentionFit& f : o.attention) {
+        if (std::find(done.begin(), done.end(), f.kernel) != done.end()) continue;
+        done.push_back(f.kernel);
+        y << "    - name: " << f.kernel << "\n      block: " << util::fmt("%.4g", f.block) << "\n";
+        for (const AttentionFit& g : o.attention) {
+          if (g.kernel != f.kernel) continue;
+          const char* pass = g.backward ? "backward" : "forward";
+          y << "      # " << pass << ": " << g.rows << " rows, mean |error| " << util::fmt("%.1f", 100 * g.mean_error)
+            << "%, worst " << util::fmt("%.1f", 100 * g.worst_error) << "%\n";
+          y << "      " << pass << ": " << util::fmt("%.4g", g.efficiency) << "\n";
+          y << "      " << pass << "_overhead: " << util::fmt("%.4g", g.overhead) << "\n";
+        }
+      }
+    }
+    if (o.memory) {
+      y << "  # fitted by `paraplan calibrate memory` to " << o.memory_source
+        << ": t = fixed + bytes / (fraction x HBM) per class\n";
+      if (!o.memory_fit.classes.empty()) y << "  memory_bound:\n";
+      for (const MemoryClassFit& c : o.memory_fit.classes) {
+        y << "    # " << c.rows << " rows, fixed " << units::format_time(c.fixed_s) << ", R^2 " << util::fmt("%.4f", c.r2)
+          << ", worst row " << util::fmt("%.1f", 100 * c.worst_error) << "%\n";
+        y << "    " << mem_class_name(c.mem_class) << ": " << util::fmt("%.4g", c.fraction) << "\n";
+      }
+      if (o.memory_fit.kernel_overhead_s > 0) {
+        y << "  # the median fixed time of the classes: launch and tail of one kernel\n";
+        y << "  kernel_overhead: " << units::format_time(o.memory_fit.kernel_overhead_s) << "\n";
+      }
+    }
+    if (o.launch) {
+      y << "  # measured by bench/gpu/launch.py (" << o.launch_source << "), medians\n";
+      if (o.launch_fit.host_issue_s > 0) y << "  host_issue: " << units::format_time(o.launch_fit.host_issue_s) << "\n";
+      if (o.launch_fit.host_sync_s > 0) y << "  host_sync: " << units::format_time(o.launch_fit.host_sync_s) << "\n";
+    }
+  }
   if (o.gemm_model) {
     const GemmModelCalibration& f = o.kernel_fit;
     const GemmKernelSpec& g = f.kernel;

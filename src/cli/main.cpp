@@ -796,6 +796,77 @@ int cmd_calibrate_deepep(const CalibrateArgs& a) {
   return write_overlay(a, o);
 }
 
+// printf-style formatting of one number, for the calibration summaries.
+std::string num(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+int cmd_calibrate_attention(const CalibrateArgs& a) {
+  const paraplan::HardwareSpec hw = paraplan::load_hardware(a.hardware);
+  const double peak = hw.device.peak(paraplan::Dtype::Bf16);
+  if (peak <= 0 || hw.device.compute_units <= 0) {
+    std::cerr << "paraplan calibrate attention: " << a.hardware
+              << " needs a BF16 peak and `device.compute_units` (the model spreads tiles over them)\n";
+    return kExitBadInput;
+  }
+  const std::vector<paraplan::AttentionRow> rows = paraplan::read_attention_rows(a.files.front(), peak);
+  paraplan::HardwareOverlay o = overlay_for(a, hw);
+  o.attention = paraplan::calibrate_attention(rows, hw.device.compute_units);
+  o.attention_source = a.files.front();
+  std::cout << a.files.front() << ": " << rows.size() << " rows, efficiency of the BF16 peak ("
+            << paraplan::units::format_flops(peak) << ") on " << hw.device.compute_units << " compute units\n";
+  for (const paraplan::AttentionFit& f : o.attention) {
+    bool known = false;
+    for (const auto& k : hw.device.attention) known = known || k.name == f.kernel;
+    std::cout << "  " << f.kernel << (f.backward ? " backward" : " forward") << ": efficiency "
+              << num("%.3f", f.efficiency) << ", overhead " << num("%.0f", f.overhead)
+              << " per tile; " << f.rows << " rows, mean |error| " << num("%.1f", 100 * f.mean_error)
+              << "%, worst " << num("%.1f", 100 * f.worst_error) << "%"
+              << (known ? "" : " (a kernel " + a.hardware + " does not list: added)") << "\n";
+  }
+  return write_overlay(a, o);
+}
+
+int cmd_calibrate_memory(const CalibrateArgs& a) {
+  const paraplan::HardwareSpec hw = paraplan::load_hardware(a.hardware);
+  const auto rows = paraplan::read_memory_rows(a.files.front());
+  paraplan::HardwareOverlay o = overlay_for(a, hw);
+  o.memory = true;
+  o.memory_fit = paraplan::calibrate_memory(rows, hw.device.memory_bw_bytes_per_s);
+  o.memory_source = a.files.front();
+  std::cout << a.files.front() << ": " << rows.size() << " rows against "
+            << paraplan::units::format_rate(hw.device.memory_bw_bytes_per_s) << " of HBM\n";
+  for (const paraplan::MemoryClassFit& c : o.memory_fit.classes) {
+    std::cout << "  " << paraplan::mem_class_name(c.mem_class) << ": " << num("%.3f", c.fraction)
+              << " of HBM, fixed " << paraplan::units::format_time(c.fixed_s) << " per kernel (" << c.rows
+              << " rows, R^2 " << num("%.4f", c.r2) << ")\n";
+  }
+  for (const std::string& w : o.memory_fit.warnings) std::cout << "  note: " << w << "\n";
+  std::cout << "  kernel overhead (median fixed time): " << paraplan::units::format_time(o.memory_fit.kernel_overhead_s)
+            << "\n";
+  if (o.memory_fit.classes.empty()) {
+    std::cerr << "paraplan calibrate memory: no class has rows at two sizes; nothing to write\n";
+    return kExitBadInput;
+  }
+  return write_overlay(a, o);
+}
+
+int cmd_calibrate_launch(const CalibrateArgs& a) {
+  const paraplan::HardwareSpec hw = paraplan::load_hardware(a.hardware);
+  paraplan::HardwareOverlay o = overlay_for(a, hw);
+  o.launch = true;
+  o.launch_fit = paraplan::read_launch(a.files.front());
+  o.launch_source = a.files.front();
+  std::cout << a.files.front() << ": " << o.launch_fit.rows << " rows; host issue per kernel "
+            << (o.launch_fit.host_issue_s > 0 ? paraplan::units::format_time(o.launch_fit.host_issue_s) : "not measured")
+            << " (" << a.hardware << ": " << paraplan::units::format_time(hw.device.host_issue_s) << "), host sync "
+            << (o.launch_fit.host_sync_s > 0 ? paraplan::units::format_time(o.launch_fit.host_sync_s) : "not measured")
+            << " (" << paraplan::units::format_time(hw.device.host_sync_s) << ")\n";
+  return write_overlay(a, o);
+}
+
 int cmd_calibrate_runs(const CalibrateArgs& a) {
   std::vector<paraplan::ValidationCase> cases;
   for (const std::string& f : a.files) {
@@ -1092,6 +1163,17 @@ int run(int argc, char** argv) {
   cal_deepep->add_option("file", cal.files, "Output of DeepEP's test_intranode.py / test_internode.py")
       ->required()
       ->expected(1);
+  auto* cal_attention = calibrate->add_subcommand(
+      "attention", "Flash-attention timings (bench/gpu/attention.py) -> device.attention efficiency and overhead");
+  cal_attention->add_option("file", cal.files, "CSV: kernel,pass,causal,batch,heads,head_dim,seq,time_us")
+      ->required()
+      ->expected(1);
+  auto* cal_memory = calibrate->add_subcommand(
+      "memory", "Memory-bound kernel timings (bench/gpu/memory_bound.py) -> device.memory_bound, kernel_overhead");
+  cal_memory->add_option("file", cal.files, "CSV: op,class,bytes,time_us")->required()->expected(1);
+  auto* cal_launch = calibrate->add_subcommand(
+      "launch", "Host costs (bench/gpu/launch.py) -> device.host_issue, host_sync");
+  cal_launch->add_option("file", cal.files, "CSV: quantity,time_us")->required()->expected(1);
   auto* cal_profile = calibrate->add_subcommand(
       "profile", "A measured per-op profile (CSV or Chrome/PyTorch trace) -> time multipliers per op class");
   cal_profile->add_option("file", cal.files, "op,phase,time_ms CSV (one layer) or trace JSON (GPU kernels)")
@@ -1110,7 +1192,7 @@ int run(int argc, char** argv) {
       ->delimiter(',')
       ->expected(2);
   output_options(cal_profile, "Write a hardware file that extends it with the fitted multipliers");
-  for (CLI::App* sub : {cal_coll, cal_gemm, cal_deepep}) {
+  for (CLI::App* sub : {cal_coll, cal_gemm, cal_deepep, cal_attention, cal_memory, cal_launch}) {
     sub->add_option("-H,--hardware", cal.hardware, "Hardware the measurements belong to (name or file)")->required();
     output_options(sub, "Write a hardware file that extends it with the calibrated fields");
   }
@@ -1124,6 +1206,9 @@ int run(int argc, char** argv) {
       "  paraplan calibrate gemm hardware/calibration/a100-pcie-gemm-simumax.csv --model -H a100-sxm-ib\n"
       "  paraplan calibrate mamf 1402.6 --dtype fp8 -H h100-sxm-ib\n"
       "  paraplan calibrate deepep test_internode.log -H h800-ib\n"
+      "  paraplan calibrate attention attention.csv -H h100-sxm-ib --into hardware/my-h100.yaml\n"
+      "  paraplan calibrate memory memory.csv -H h100-sxm-ib\n"
+      "  paraplan calibrate launch launch.csv -H h100-sxm-ib\n"
       "  paraplan calibrate runs validation/nemo2407-llama2-7b.yaml validation/nemo2407-llama2-13b.yaml \\\n"
       "      validation/nemo2407-llama2-70b.yaml --knobs gemm\n"
       "  paraplan calibrate profile br166-ep16-profile.csv -s br166-ep16-profile.strategy.yaml --into hardware/my-br166.yaml\n"
@@ -1174,6 +1259,9 @@ int run(int argc, char** argv) {
     if (cal_runs->parsed()) return cmd_calibrate_runs(cal);
     if (cal_deepep->parsed()) return cmd_calibrate_deepep(cal);
     if (cal_profile->parsed()) return cmd_calibrate_profile(cal);
+    if (cal_attention->parsed()) return cmd_calibrate_attention(cal);
+    if (cal_memory->parsed()) return cmd_calibrate_memory(cal);
+    if (cal_launch->parsed()) return cmd_calibrate_launch(cal);
   } catch (const paraplan::ConfigError& e) {
     print_diagnostics(e);
     return kExitBadInput;

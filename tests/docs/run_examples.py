@@ -23,7 +23,7 @@ docs = [os.path.join(root, "README.md")] + sorted(
 
 PLACEHOLDER = re.compile(r"(\b[A-Z][A-Z0-9_]{1,}\b(?![a-z]))|\[|\||\.\.\.|<")
 SUBCOMMANDS = {"rank", "evaluate", "compare", "validate", "calibrate", "check", "list", "collective", "gemm",
-               "deepep", "profile", "runs", "mamf", "import-hf", "export"}
+               "deepep", "profile", "runs", "mamf", "import-hf", "export", "attention", "memory", "launch", "topology"}
 NEEDS_ARGS = SUBCOMMANDS - {"rank", "validate", "list"}
 WRITES = {"-o", "--into", "--trace"}
 
@@ -73,7 +73,8 @@ def help_examples():
     found = []
     for sub in ([], ["rank"], ["evaluate"], ["compare"], ["validate"], ["check"], ["list"], ["calibrate"],
                 ["calibrate", "collective"], ["calibrate", "gemm"], ["calibrate", "deepep"], ["calibrate", "profile"],
-                ["calibrate", "runs"], ["calibrate", "mamf"]):
+                ["calibrate", "runs"], ["calibrate", "mamf"], ["calibrate", "attention"], ["calibrate", "memory"],
+                ["calibrate", "launch"]):
         out = subprocess.run([cli] + sub + ["--help"], capture_output=True, text=True).stdout.split("\n")
         i = 0
         while i < len(out):

@@ -2,7 +2,8 @@
 # Seed corpora for the fuzz targets (tests/fuzz/), from the presets and tests/data:
 #   fuzz_yaml       a kind byte (0 hardware, 1 model, 2 strategy, 3 space) + the YAML text
 #   fuzz_calibrate  a kind byte (0 nccl-tests log or size table, 1 GEMM sweep, 2 DeepEP log,
-#                   3 per-op CSV, 4 trace JSON) + the file
+#                   3 per-op CSV, 4 trace JSON, 5 attention CSV, 6 memory-bound CSV,
+#                   7 launch CSV) + the file
 #   fuzz_capi       hardware YAML, NUL, model YAML, NUL, strategy YAML
 # Usage: tests/fuzz/seed_corpus.sh OUT_DIR (from the repository root)
 set -euo pipefail
@@ -24,6 +25,9 @@ seed fuzz_calibrate 0 tests/data/calibrate/br166_sendrecv.csv
 seed fuzz_calibrate 1 tests/data/calibrate/deepgemm_fp8_h800.csv
 seed fuzz_calibrate 1 tests/data/calibrate/gemm_py_sample.csv
 seed fuzz_calibrate 2 tests/data/calibrate/deepep_internode_ep16.log
+seed fuzz_calibrate 5 tests/data/calibrate/attention_py_sample.csv
+seed fuzz_calibrate 6 tests/data/calibrate/memory_bound_py_sample.csv
+seed fuzz_calibrate 7 tests/data/calibrate/launch_py_sample.csv
 seed fuzz_calibrate 3 calibration/profiles/br166-ep16-profile.csv
 printf '{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_bf16", "ts": 0, "dur": 120.5, "pid": 0, "tid": 7}]}' > "$out/tmp.json"
 seed fuzz_calibrate 4 "$out/tmp.json"

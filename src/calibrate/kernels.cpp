@@ -1,0 +1,297 @@
+// Readers and fits for the kernel micro-benchmarks of bench/gpu: flash attention by pass,
+// sequence and mask; memory-bound kernels by class; host issue and synchronisation costs.
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "calibrate/csv_table.hpp"
+#include "cost/fit.hpp"
+#include "cost/kernels.hpp"
+#include "paraplan/calibrate.hpp"
+#include "paraplan/units.hpp"
+#include "util/strings.hpp"
+
+namespace paraplan {
+namespace {
+
+constexpr MemClass kMemClasses[] = {MemClass::Elementwise, MemClass::Norm,      MemClass::Cast, MemClass::Permute,
+                                    MemClass::Softmax,     MemClass::Reduction, MemClass::Copy};
+
+// A measured time within the range input files accept; a located error otherwise.
+bool time_in_range(calib::CsvTable& t, const calib::CsvTable::Row& row, int col, double seconds) {
+  const units::Range r = units::accepted_range(units::Quantity::Time);
+  if (seconds > 0 && seconds >= r.lo && seconds <= r.hi) return true;
+  t.error(row.line, t.at(row, col),
+          "time `" + row.cells[static_cast<std::size_t>(col)] + "` is outside " + units::format(r.lo, units::Quantity::Time) +
+              " .. " + units::format(r.hi, units::Quantity::Time));
+  return false;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+const char* mem_class_name(MemClass c) {
+  switch (c) {
+    case MemClass::Elementwise: return "elementwise";
+    case MemClass::Norm: return "norm";
+    case MemClass::Cast: return "cast";
+    case MemClass::Permute: return "permute";
+    case MemClass::Softmax: return "softmax";
+    case MemClass::Reduction: return "reduction";
+    case MemClass::Copy: return "copy";
+  }
+  return "elementwise";
+}
+
+std::vector<AttentionRow> read_attention_rows(const std::string& path, double peak_bf16) {
+  calib::CsvTable t = calib::read_csv_table(path, "an attention benchmark");
+  const int ck = t.column({"kernel"}), cp = t.column({"pass"}), cc = t.column({"causal"}), cb = t.column({"batch"});
+  const int ch = t.column({"heads"}), cd = t.column({"head_dim"}), cs = t.column({"seq", "seq_len"});
+  const calib::TimeColumn tc = calib::time_column(t);
+  if (ck < 0 || cp < 0 || cc < 0 || cb < 0 || ch < 0 || cd < 0 || cs < 0 || tc.col < 0) {
+    t.error(t.header_line, 1, "the header must name kernel, pass, causal, batch, heads, head_dim, seq and time_us (or time_ms / time_s)");
+    t.throw_if_any();
+  }
+  std::vector<AttentionRow> rows;
+  for (const calib::CsvTable::Row& row : t.rows) {
+    AttentionRow r;
+    r.line = row.line;
+    double time = 0;
+    const std::size_t before = t.diags.size();
+    const bool numbers = t.number(row, cb, "batch", r.batch) & t.number(row, ch, "heads", r.heads) &
+                         t.number(row, cd, "head_dim", r.head_dim) & t.number(row, cs, "seq", r.seq) &
+                         t.number(row, tc.col, "time", time);
+    if (!numbers) continue;
+    if (static_cast<std::size_t>(std::max({ck, cp, cc})) >= row.cells.size()) {
+      t.error(row.line, static_cast<int>(row.text.size()) + 1, "missing columns");
+      continue;
+    }
+    r.kernel = row.cells[static_cast<std::size_t>(ck)];
+    const std::string& pass = row.cells[static_cast<std::size_t>(cp)];
+    const std::string& causal = row.cells[static_cast<std::size_t>(cc)];
+    if (r.kernel.empty()) t.error(row.line, t.at(row, ck), "empty kernel name");
+    if (pass == "forward" || pass == "fwd") {
+      r.backward = false;
+    } else if (pass == "backward" || pass == "bwd") {
+      r.backward = true;
+    } else {
+      t.error(row.line, t.at(row, cp), "pass `" + pass + "` is not forward or backward");
+    }
+    if (causal == "1" || causal == "true" || causal == "True") {
+      r.causal = true;
+    } else if (causal == "0" || causal == "false" || causal == "False") {
+      r.causal = false;
+    } else {
+      t.error(row.line, t.at(row, cc), "causal `" + causal + "` is not 0 / 1 / true / false");
+    }
+    for (auto [col, v, what] : {std::tuple{cb, r.batch, "batch"}, std::tuple{ch, r.heads, "heads"},
+                                std::tuple{cd, r.head_dim, "head_dim"}, std::tuple{cs, r.seq, "seq"}}) {
+      if (!(v >= 1 && v <= 1e8 && v == std::floor(v))) {
+        t.error(row.line, t.at(row, col), std::string("`") + what + "` must be a whole number in 1 .. 1e8");
+      }
+    }
+    r.time_s = time * tc.to_seconds;
+    if (t.diags.size() > before || !time_in_range(t, row, tc.col, r.time_s)) continue;
+    // FlashAttention's convention (Dao 2023; Shah et al. 2024): 4 b h s^2 d forward, half of
+    // it under a causal mask, 2.5 x that backward (its five GEMMs to the forward's two).
+    r.flops = 4 * r.batch * r.heads * r.seq * r.seq * r.head_dim * (r.causal ? 0.5 : 1.0) * (r.backward ? 2.5 : 1.0);
+    r.efficiency = r.flops / (r.time_s * peak_bf16);
+    if (!(r.efficiency <= 1.0)) {
+      t.error(row.line, t.at(row, tc.col),
+              "achieved " + util::fmt("%.4g", r.flops / r.time_s / 1e12) + " TFLOP/s exceeds the BF16 peak " +
+                  util::fmt("%.4g", peak_bf16 / 1e12) + " TFLOP/s: wrong hardware or columns?");
+      continue;
+    }
+    rows.push_back(r);
+  }
+  if (t.diags.empty() && rows.empty()) t.error(0, 0, "no attention rows found");
+  t.throw_if_any();
+  return rows;
+}
+
+std::vector<AttentionFit> calibrate_attention(const std::vector<AttentionRow>& rows, int units, double block) {
+  // Rows by kernel and pass, in the order they first appear.
+  std::vector<std::pair<std::string, bool>> order;
+  std::map<std::pair<std::string, bool>, std::vector<const AttentionRow*>> groups;
+  for (const AttentionRow& r : rows) {
+    const auto key = std::make_pair(r.kernel, r.backward);
+    if (!groups.count(key)) order.push_back(key);
+    groups[key].push_back(&r);
+  }
+  std::vector<AttentionFit> fits;
+  for (const auto& key : order) {
+    const auto& g = groups[key];
+    AttentionFit best;
+    best.kernel = key.first;
+    best.backward = key.second;
+    best.block = block;
+    best.rows = static_cast<int>(g.size());
+    double best_cost = -1;
+    std::vector<double> shape(g.size());
+    for (double overhead = 0; overhead <= 4096; overhead += 4) {
+      AttentionKernelSpec spec;
+      spec.forward = spec.backward = 1.0;
+      spec.block = block;
+      spec.forward_overhead = spec.backward_overhead = overhead;
+      // The model's efficiency with e = 1 (its shape factor), then e in closed form for the
+      // least squares of the relative errors: e = sum(x) / sum(x^2), x = shape / measured.
+      double sx = 0, sxx = 0;
+      for (std::size_t i = 0; i < g.size(); ++i) {
+        const AttentionRow& r = *g[i];
+        shape[i] = cost::attention_efficiency(spec, r.backward, units, r.batch * r.heads, r.seq, r.seq, r.causal);
+        const double x = shape[i] / r.efficiency;
+        sx += x;
+        sxx += x * x;
+      }
+      const double e = std::clamp(sx / sxx, 1e-6, 1.0);
+      double cost = 0;
+      for (std::size_t i = 0; i < g.size(); ++i) {
+        const double rel = e * shape[i] / g[i]->efficiency - 1;
+        cost += rel * rel;
+      }
+      if (best_cost < 0 || cost < best_cost - 1e-15) {
+        best_cost = cost;
+        best.efficiency = e;
+        best.overhead = overhead;
+      }
+    }
+    AttentionKernelSpec spec;
+    spec.forward = spec.backward = best.efficiency;
+    spec.block = block;
+    spec.forward_overhead = spec.backward_overhead = best.overhead;
+    double sum = 0;
+    for (const AttentionRow* r : g) {
+      const double model = cost::attention_efficiency(spec, r->backward, units, r->batch * r->heads, r->seq, r->seq, r->causal);
+      const double err = std::fabs(model - r->efficiency) / r->efficiency;
+      sum += err;
+      best.worst_error = std::max(best.worst_error, err);
+    }
+    best.mean_error = sum / static_cast<double>(g.size());
+    fits.push_back(best);
+  }
+  return fits;
+}
+
+std::vector<MemoryKernelRow> read_memory_rows(const std::string& path) {
+  calib::CsvTable t = calib::read_csv_table(path, "a memory-bound kernel benchmark");
+  const int co = t.column({"op"}), cc = t.column({"class"}), cb = t.column({"bytes"});
+  const calib::TimeColumn tc = calib::time_column(t);
+  if (co < 0 || cc < 0 || cb < 0 || tc.col < 0) {
+    t.error(t.header_line, 1, "the header must name op, class, bytes and time_us (or time_ms / time_s)");
+    t.throw_if_any();
+  }
+  std::vector<MemoryKernelRow> rows;
+  for (const calib::CsvTable::Row& row : t.rows) {
+    MemoryKernelRow r;
+    r.line = row.line;
+    double time = 0;
+    if (!(t.number(row, cb, "bytes", r.bytes) & t.number(row, tc.col, "time", time))) continue;
+    if (static_cast<std::size_t>(std::max(co, cc)) >= row.cells.size()) {
+      t.error(row.line, static_cast<int>(row.text.size()) + 1, "missing columns");
+      continue;
+    }
+    r.op = row.cells[static_cast<std::size_t>(co)];
+    const std::string& cls = row.cells[static_cast<std::size_t>(cc)];
+    bool known = false;
+    for (MemClass c : kMemClasses) {
+      if (cls == mem_class_name(c)) {
+        r.mem_class = c;
+        known = true;
+      }
+    }
+    if (!known) {
+      t.error(row.line, t.at(row, cc),
+              "class `" + cls + "` is not one of elementwise, norm, cast, permute, softmax, reduction, copy");
+      continue;
+    }
+    if (!(r.bytes >= 1 && r.bytes <= 1e15)) {
+      t.error(row.line, t.at(row, cb), "`bytes` must be in 1 .. 1e15");
+      continue;
+    }
+    r.time_s = time * tc.to_seconds;
+    if (!time_in_range(t, row, tc.col, r.time_s)) continue;
+    rows.push_back(r);
+  }
+  if (t.diags.empty() && rows.empty()) t.error(0, 0, "no kernel rows found");
+  t.throw_if_any();
+  return rows;
+}
+
+MemoryCalibration calibrate_memory(const std::vector<MemoryKernelRow>& rows, double memory_bw_bytes_per_s) {
+  MemoryCalibration out;
+  std::vector<double> fixed;
+  for (MemClass c : kMemClasses) {
+    std::vector<cost::TimedTransfer> pts;
+    for (const MemoryKernelRow& r : rows) {
+      if (r.mem_class == c) pts.push_back({r.bytes, r.time_s});
+    }
+    bool sizes = false;
+    for (const auto& p : pts) sizes = sizes || p.bytes != pts.front().bytes;
+    if (pts.empty()) continue;
+    if (!sizes) {
+      out.warnings.push_back(std::string(mem_class_name(c)) + ": one size only, not fitted (the script times several)");
+      continue;
+    }
+    const cost::AlphaBeta ab = cost::fit_alpha_beta(pts);
+    MemoryClassFit f;
+    f.mem_class = c;
+    f.rows = static_cast<int>(pts.size());
+    f.fixed_s = ab.alpha_s;
+    f.r2 = ab.r2;
+    f.worst_error = ab.worst_relative;
+    f.fraction = ab.beta_bytes_per_s / memory_bw_bytes_per_s;
+    if (f.fraction > 1.0) {
+      out.warnings.push_back(std::string(mem_class_name(c)) + ": " + util::fmt("%.3g", f.fraction) +
+                             " of the datasheet bandwidth (sizes that fit in cache?); written as 1");
+      f.fraction = 1.0;
+    }
+    fixed.push_back(f.fixed_s);
+    out.classes.push_back(f);
+  }
+  out.kernel_overhead_s = std::max(0.0, median(fixed));
+  return out;
+}
+
+LaunchCalibration read_launch(const std::string& path) {
+  calib::CsvTable t = calib::read_csv_table(path, "a launch benchmark");
+  const int cq = t.column({"quantity"});
+  const calib::TimeColumn tc = calib::time_column(t);
+  if (cq < 0 || tc.col < 0) {
+    t.error(t.header_line, 1, "the header must name quantity and time_us (or time_ms / time_s)");
+    t.throw_if_any();
+  }
+  std::vector<double> issue, sync;
+  for (const calib::CsvTable::Row& row : t.rows) {
+    double time = 0;
+    if (static_cast<std::size_t>(cq) >= row.cells.size()) {
+      t.error(row.line, static_cast<int>(row.text.size()) + 1, "missing `quantity`");
+      continue;
+    }
+    if (!t.number(row, tc.col, "time", time)) continue;
+    const std::string& q = row.cells[static_cast<std::size_t>(cq)];
+    if (q != "host_issue" && q != "host_sync") {
+      t.error(row.line, t.at(row, cq), "quantity `" + q + "` is not host_issue or host_sync");
+      continue;
+    }
+    if (!time_in_range(t, row, tc.col, time * tc.to_seconds)) continue;
+    (q == "host_issue" ? issue : sync).push_back(time * tc.to_seconds);
+  }
+  if (t.diags.empty() && issue.empty() && sync.empty()) t.error(0, 0, "no host_issue or host_sync rows found");
+  t.throw_if_any();
+  LaunchCalibration l;
+  l.host_issue_s = median(issue);
+  l.host_sync_s = median(sync);
+  l.rows = static_cast<int>(issue.size() + sync.size());
+  return l;
+}
+
+}  // namespace paraplan
