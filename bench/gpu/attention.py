@@ -59,11 +59,10 @@ def main():
     ap.add_argument("--iters", type=int, default=20)
     args = ap.parse_args()
     import torch
+    from timing import mean_us, provenance
 
     dev = torch.device("cuda")
-    props = torch.cuda.get_device_properties(dev)
-    print(f"# {props.name}, {props.multi_processor_count} SMs, torch {torch.__version__}, "
-          f"CUDA {torch.version.cuda}, driver via nvidia-smi; head dim {args.head_dim}, {args.tokens} tokens per batch")
+    print(provenance(torch, f"head dim {args.head_dim}, {args.tokens} tokens per batch"))
     print("kernel,pass,causal,batch,heads,head_dim,seq,time_us,tflops")
     d = args.head_dim
     h = max(1, args.hidden // d)
@@ -80,22 +79,9 @@ def main():
                     continue
                 grad = torch.randn_like(out)
                 flops = 4 * b * h * seq * seq * d * (0.5 if causal else 1.0)
+                fwd_us = mean_us(torch, lambda: attend(q, k, v, causal), args.iters, warmup=3)
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
 
-                def timed(step):
-                    for _ in range(3):
-                        step()
-                    torch.cuda.synchronize()
-                    total = 0.0
-                    for _ in range(args.iters):
-                        start.record()
-                        step()
-                        end.record()
-                        torch.cuda.synchronize()
-                        total += start.elapsed_time(end) * 1e3
-                    return total / args.iters
-
-                fwd_us = timed(lambda: attend(q, k, v, causal))
                 # Backward alone: a forward outside the timed region, then its backward.
                 def backward():
                     o = attend(q, k, v, causal)

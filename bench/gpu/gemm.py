@@ -36,10 +36,10 @@ def main():
     args = ap.parse_args()
     import torch
 
+    from timing import mean_us, provenance
+
     dev = torch.device("cuda")
-    props = torch.cuda.get_device_properties(dev)
-    print(f"# {props.name}, {props.multi_processor_count} SMs, torch {torch.__version__}, "
-          f"CUDA {torch.version.cuda}, driver via nvidia-smi; dtype {args.dtype}")
+    print(provenance(torch, f"dtype {args.dtype}"))
     print("m,n,k,groups,pass,time_us,tflops")
     passes = ["forward"] if args.dtype == "fp8" else args.passes.split(",")
     for n, k in WEIGHTS:
@@ -61,16 +61,7 @@ def main():
                 else:
                     one_gemm, shape = (lambda: x.t() @ dy), (k, n, m)
                 run = (lambda: [one_gemm() for _ in range(args.grouped)]) if args.grouped > 1 else one_gemm
-                for _ in range(5):
-                    run()
-                torch.cuda.synchronize()
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                for _ in range(args.iters):
-                    run()
-                end.record()
-                torch.cuda.synchronize()
-                us = start.elapsed_time(end) * 1e3 / args.iters
+                us = mean_us(torch, run, args.iters)
                 flops = 2 * shape[0] * shape[1] * shape[2] * args.grouped
                 print(f"{shape[0]},{shape[1]},{shape[2]},{args.grouped},{p},{us:.3f},{flops / us / 1e6:.1f}")
                 sys.stdout.flush()

@@ -49,23 +49,13 @@ def main():
     ap.add_argument("--iters", type=int, default=50)
     args = ap.parse_args()
     import torch
+    from timing import mean_us, provenance
 
-    props = torch.cuda.get_device_properties(0)
-    print(f"# {props.name}, {props.multi_processor_count} SMs, torch {torch.__version__}, "
-          f"CUDA {torch.version.cuda}, driver via nvidia-smi")
+    print(provenance(torch))
     print("op,class,bytes,time_us,gbps")
     for mib in [int(s) for s in args.sizes_mib.split(",")]:
         for op, cls, nbytes, fn in cases(torch, mib * 1048576 // 2):
-            for _ in range(5):
-                fn()
-            torch.cuda.synchronize()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(args.iters):
-                fn()
-            end.record()
-            torch.cuda.synchronize()
-            us = start.elapsed_time(end) * 1e3 / args.iters
+            us = mean_us(torch, fn, args.iters)
             print(f"{op},{cls},{nbytes},{us:.3f},{nbytes / us / 1e3:.1f}")
             sys.stdout.flush()
 
