@@ -177,7 +177,8 @@ struct MemoryKernelRow {
 
 /// Per class, least squares t = fixed + bytes / (fraction x HBM bandwidth): the class's
 /// device.memory_bound fraction; the median fixed time over the classes is the kernel's
-/// fixed cost (device.kernel_overhead: launch and tail).
+/// fixed cost (device.kernel_overhead: launch and tail). A class whose line misses a row by
+/// more than 25% or lands below 1% of HBM is left out with a warning.
 struct MemoryClassFit {
   MemClass mem_class = MemClass::Elementwise;
   double fraction = 0, fixed_s = 0, r2 = 0, worst_error = 0;

@@ -249,6 +249,14 @@ MemoryCalibration calibrate_memory(const std::vector<MemoryKernelRow>& rows, dou
     f.r2 = ab.r2;
     f.worst_error = ab.worst_relative;
     f.fraction = ab.beta_bytes_per_s / memory_bw_bytes_per_s;
+    // A line that misses a row by more than a quarter, or a bandwidth below 1% of HBM, is no
+    // measurement of the class's bandwidth (sizes too small to leave the launch cost, noise).
+    if (!(f.fraction >= 0.01) || !std::isfinite(f.fraction) || !std::isfinite(f.fixed_s) || f.worst_error > 0.25) {
+      out.warnings.push_back(std::string(mem_class_name(c)) + ": t = fixed + bytes / bandwidth does not fit its rows (" +
+                             util::fmt("%.3g", f.fraction) + " of HBM, worst row " +
+                             util::fmt("%.0f", 100 * f.worst_error) + "%: sizes too small?); not fitted");
+      continue;
+    }
     if (f.fraction > 1.0) {
       out.warnings.push_back(std::string(mem_class_name(c)) + ": " + util::fmt("%.3g", f.fraction) +
                              " of the datasheet bandwidth (sizes that fit in cache?); written as 1");

@@ -844,12 +844,12 @@ int cmd_calibrate_memory(const CalibrateArgs& a) {
               << " rows, R^2 " << num("%.4f", c.r2) << ")\n";
   }
   for (const std::string& w : o.memory_fit.warnings) std::cout << "  note: " << w << "\n";
-  std::cout << "  kernel overhead (median fixed time): " << paraplan::units::format_time(o.memory_fit.kernel_overhead_s)
-            << "\n";
   if (o.memory_fit.classes.empty()) {
-    std::cerr << "paraplan calibrate memory: no class has rows at two sizes; nothing to write\n";
+    std::cerr << "paraplan calibrate memory: no class could be fitted (the notes say why); nothing to write\n";
     return kExitBadInput;
   }
+  std::cout << "  kernel overhead (median fixed time): " << paraplan::units::format_time(o.memory_fit.kernel_overhead_s)
+            << "\n";
   return write_overlay(a, o);
 }
 

@@ -643,6 +643,14 @@ TEST_SUITE("calibrate.kernels") {
     REQUIRE(cf.classes.size() == 1);
     CHECK(cf.classes[0].fraction == 1.0);
     CHECK(cf.warnings.size() == 1);
+    // Launch-bound sizes: 5 us for 1 kB and for 2 kB. No positive slope fits, so the fit goes
+    // through the origin (fit_alpha_beta), weighted by 1 / t: t = 3 us per kB, missing the 1 kB
+    // row by 40%, beyond 25%: left out, said so.
+    const auto flat = read_memory_rows(write_temp("memory_flat.csv", "op,class,bytes,time_us\ncopy,copy,1000,5\ncopy,copy,2000,5\n"));
+    const MemoryCalibration cl = calibrate_memory(flat, 3.35e12);
+    CHECK(cl.classes.empty());
+    REQUIRE(cl.warnings.size() == 1);
+    CHECK(cl.warnings[0].find("does not fit") != std::string::npos);
   }
 
   TEST_CASE("launch rows: the median of each quantity") {
