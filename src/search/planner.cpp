@@ -846,44 +846,63 @@ class Front {
 
 namespace {
 
+// The key of a search: every field's bytes in a fixed order, strings and lists with their
+// lengths first, so two different questions never share a key (and no number is rounded,
+// as a decimal rendering would).
+template <typename T>
+void raw(std::string& key, const T& v) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  key.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+void put(std::string& key, const std::string& text) {
+  raw(key, text.size());
+  key += text;
+}
+
 template <typename T>
 void put(std::string& key, const Choice<T>& c) {
-  key += c.auto_values ? "A" : "";
+  raw(key, c.auto_values);
+  raw(key, c.values.size());
   for (const T& v : c.values) {
     if constexpr (std::is_same_v<T, Recompute>) {
-      key += std::to_string(static_cast<int>(v.mode));
-      for (bool b : v.modules) key += b ? '1' : '0';
+      raw(key, v.mode);
+      for (bool b : v.modules) raw(key, b);
     } else {
-      key += std::to_string(static_cast<long long>(v));
+      raw(key, v);
     }
-    key += ',';
   }
-  key += '|';
 }
 
 // Everything of a space and of the options that changes a search's result.
 std::string search_key(const SearchSpace& sp, const SearchOptions& o) {
   std::string k;
+  k.reserve(256);
   for (const Choice<int>* c : {&sp.nodes, &sp.tp, &sp.pp, &sp.dp, &sp.ep, &sp.etp, &sp.vpp, &sp.cp,
                                &sp.micro_batch, &sp.zero, &sp.global_batch, &sp.chunks}) {
     put(k, *c);
   }
   for (const Choice<bool>* c : {&sp.sp, &sp.ep_over_dies, &sp.optimizer_offload, &sp.activation_offload}) put(k, *c);
-  k += sp.unfused_attention ? "U|" : "F|";
-  k += sp.attention_kernel + (sp.eager_elementwise ? "|E" : "|") + std::to_string(sp.eager_loss) + "|";
-  k += std::to_string(sp.first_stage_layers) + "," + std::to_string(sp.last_stage_layers) + "," +
-       std::to_string(sp.embedding_in_split) + std::to_string(sp.loss_in_split) + "|";
   put(k, sp.precision);
   put(k, sp.recompute);
   put(k, sp.optimizer);
   put(k, sp.dispatch);
   put(k, sp.routing);
   put(k, sp.schedule);
-  k += std::to_string(sp.seq_len) + "|" + std::to_string(sp.imbalance) + (sp.fp8_dispatch ? "f8" : "") + (sp.gate_at_swiglu ? "gs" : "") +
-       (sp.fp8_storage ? "st" : "") + (sp.bf16_grads ? "g16" : "") + "|" + std::to_string(sp.memory_headroom) +
-       "|" + std::to_string(sp.overlap.ep) + std::to_string(sp.overlap.dp) + std::to_string(sp.overlap.tp) +
-       std::to_string(sp.overlap.pp) + "|" + std::to_string(static_cast<int>(sp.collective_algorithm)) + "|" +
-       std::to_string(o.top) + "|" + std::to_string(static_cast<int>(o.objective)) + "|" + std::to_string(o.keep_all) + "|" + std::to_string(o.resimulate) + "|" + std::to_string(o.max_candidates);
+  put(k, sp.attention_kernel);
+  put(k, sp.pipeline_layout);
+  for (int v : {sp.first_stage_layers, sp.last_stage_layers, sp.eager_loss, sp.seq_len,
+                static_cast<int>(sp.collective_algorithm), o.top, static_cast<int>(o.objective), o.resimulate}) {
+    raw(k, v);
+  }
+  for (bool v : {sp.embedding_in_split, sp.loss_in_split, sp.unfused_attention, sp.eager_elementwise, sp.fp8_storage,
+                 sp.bf16_grads, sp.fp8_dispatch, sp.gate_at_swiglu, sp.overlap.ep, sp.overlap.dp, sp.overlap.tp,
+                 sp.overlap.pp, o.keep_all}) {
+    raw(k, v);
+  }
+  raw(k, sp.imbalance);
+  raw(k, sp.memory_headroom);
+  raw(k, o.max_candidates);
   return k;
 }
 

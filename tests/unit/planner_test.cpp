@@ -205,6 +205,24 @@ TEST_SUITE("search.planner") {
     for (std::size_t i = 0; i < first.best.size(); ++i) CHECK(first.best[i].step_time_s == again.best[i].step_time_s);
   }
 
+  TEST_CASE("a search that differs only in its pipeline layout or a decimal is not answered from the cache") {
+    // Megatron-Core's layout string decides which candidates are valid; the space's imbalance
+    // scales the expert load, however small the difference.
+    SpacePlan space = load_space("default");
+    space.space.nodes.values = {16};
+    Planner planner(space.hardware, space.model);
+    const SearchResult plain = planner.search(space.space, SearchOptions{});
+    SearchSpace laid = space.space;
+    laid.pipeline_layout = "Et|(tt|)*30mL";
+    const SearchResult with_layout = planner.search(laid, SearchOptions{});
+    CHECK_FALSE(with_layout.from_cache);
+    CHECK(with_layout.evaluated != plain.evaluated);
+    SearchSpace nudged = space.space;
+    nudged.imbalance = space.space.imbalance + 1e-9;
+    CHECK_FALSE(planner.search(nudged, SearchOptions{}).from_cache);
+    CHECK(planner.search(space.space, SearchOptions{}).from_cache);
+  }
+
   TEST_CASE("a repeated search without the timeline's events; the cache keeps the latest 64 answers") {
     SpacePlan space = load_space("default");
     space.space.nodes.values = {16};
