@@ -453,7 +453,7 @@ MemoryInputs memory_inputs(const Plan& plan, double expert_load) {
 
 ChunkCounts count_chunk(const ModelSpec& m, int nd_model, const schedule::Chunk& c, bool embedding_copy) {
   ChunkCounts n;
-  n.dense = std::max(0, std::min(c.first_layer + c.layers, nd_model) - c.first_layer);
+  n.dense = c.dense_layers(nd_model);
   n.moe = c.layers - n.dense;
   n.embedding = c.embedding ? 1 : 0;
   n.head = c.head ? 1 : 0;

@@ -158,8 +158,8 @@ std::shared_ptr<const RankRuns> rank_runs(const ModelSpec& m, const Strategy& s,
   if (memo.size() >= 64) memo.clear();
   auto runs = std::make_shared<RankRuns>();
   auto same = [&](const Chunk& a, const Chunk& b) {
-    auto dense = [&](const Chunk& c) { return std::max(0, std::min(c.first_layer + c.layers, dense_layers) - c.first_layer); };
-    return dense(a) == dense(b) && a.layers == b.layers && a.embedding == b.embedding && a.head == b.head && a.mtp == b.mtp;
+    return a.dense_layers(dense_layers) == b.dense_layers(dense_layers) && a.layers == b.layers &&
+           a.embedding == b.embedding && a.head == b.head && a.mtp == b.mtp;
   };
   const auto& all = *ranks;
   for (std::size_t r = 0; r < all.size(); ++r) {

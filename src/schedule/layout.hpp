@@ -3,6 +3,7 @@
 // micro-batches a step runs, and how many activation sets a rank holds at its peak. Step
 // time (closed form and simulation) and memory both read it.
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -18,6 +19,10 @@ struct Chunk {
   bool embedding = false;  ///< holds the input embedding (the first chunk)
   bool head = false;       ///< holds final norm, LM head and loss (the last chunk)
   bool mtp = false;        ///< holds the MTP layers (with the head unless a layout says otherwise)
+  /// Of its layers, those among the model's first `model_dense` (the dense ones come first).
+  [[nodiscard]] int dense_layers(int model_dense) const {
+    return std::max(0, std::min(first_layer + layers, model_dense) - first_layer);
+  }
 };
 
 /// Layers per chunk in model order: L layers over V chunks as evenly as possible; the

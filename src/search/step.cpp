@@ -153,7 +153,7 @@ void each_rank(const ModelSpec& m, const Strategy& s, const LayerCosts& c, OnChu
     const auto& chunks = (*layout)[static_cast<std::size_t>(rank)];
     RankTime r;
     for (const schedule::Chunk& ch : chunks) {
-      const int nd = std::max(0, std::min(ch.first_layer + ch.layers, nd_model) - ch.first_layer);
+      const int nd = ch.dense_layers(nd_model);
       // A chunk that holds what the one before held takes its times (most of a pipeline).
       const std::array<int, 5> held = {nd, ch.layers - nd, ch.embedding, ch.head, ch.mtp};
       if (held != last) {
