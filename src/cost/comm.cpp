@@ -180,10 +180,11 @@ CollectiveCost model_time(const std::vector<Crossing>& xs, Collective op, double
   // slower.
   auto slower = [&](std::size_t i) { return xs[i].tier->calibration[static_cast<std::size_t>(op)]; };
   for (const Crossing& x : xs) {
-    // Bytes one rank moves across this tier in the hierarchical decomposition.
-    double vol = op == Collective::AllToAll
-                     ? S * (x.inner * (x.fanout - 1)) / G
-                     : passes * (x.fanout - 1) / static_cast<double>(x.fanout) * S / x.inner;
+    // Bytes one rank moves across this tier in the hierarchical decomposition; a message
+    // between two ranks crosses whole.
+    double vol = op == Collective::AllToAll   ? S * (x.inner * (x.fanout - 1)) / G
+                 : op == Collective::SendRecv ? S
+                                              : passes * (x.fanout - 1) / static_cast<double>(x.fanout) * S / x.inner;
     c.tiers.push_back({x.tier->name, vol, 0.0});
   }
   switch (algo) {

@@ -678,3 +678,22 @@ TEST_SUITE("cost.comm") {
     CHECK(c.time_s <= r.time_s);
   }
 }
+
+TEST_SUITE("cost.comm") {
+  TEST_CASE("a send/recv moves its whole message across the tier it crosses") {
+    // Two H100s in different nodes (stride 8): 100 MB go over the RDMA tier once, whole. The
+    // time is at least 100 MB at the tier's line rate (it was half of that before: the
+    // hierarchical all-gather share (G - 1) / G of a two-rank group).
+    HardwareSpec hw = load_hardware("h100-sxm-ib");
+    const double S = 100e6;
+    CollectiveCost c = send_recv(hw, S, 8, false);
+    REQUIRE(c.tiers.size() == 1);
+    CHECK(c.tiers[0].bytes == doctest::Approx(S));
+    const TierSpec& cluster = hw.tiers.back();
+    CHECK(c.time_s >= S / cluster.bw_bytes_per_s);
+    // inside a node the same message crosses NVLink whole
+    CollectiveCost in_node = send_recv(hw, S, 1, false);
+    REQUIRE(in_node.tiers.size() == 1);
+    CHECK(in_node.tiers[0].bytes == doctest::Approx(S));
+  }
+}
