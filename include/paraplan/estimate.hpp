@@ -60,6 +60,7 @@ struct CommOpEstimate {
   double time_s = 0;       ///< after the op's own internal overlap
   double compute_s = 0;    ///< compute units busy during it (engine compute x share)
   double queueing_s = 0;   ///< Kingman wait, reported apart from time_s
+  int steps = 1;           ///< transfers one after another (a CP ring's steps); time_s covers all
   std::vector<CommStageEstimate> stages;
 };
 

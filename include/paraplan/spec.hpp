@@ -246,6 +246,15 @@ struct HostSpec {
   double offload_bw_bytes_per_s = 0;    ///< device <-> host, per device, per direction
 };
 
+/// How a context-parallel group moves keys and values (`training.cp_comm`). P2p: Transformer
+/// Engine's ring (`--cp-comm-type p2p`, Megatron's default): each ring step sends one K/V chunk
+/// to the next rank while the step's attention runs; backward passes K/V and dK/dV the same
+/// way. AllGather: TE's `all_gather` (`--cp-comm-type allgather`): K/V gathered before the
+/// attention, not overlapped, dK/dV reduce-scattered after it. TorchAllGather: PyTorch's
+/// experimental context_parallel with its default rotate method (torchtitan): K/V gathered
+/// once per pass and awaited after the first ring step, dK/dV passed around the ring in FP32.
+enum class CpComm { P2p, AllGather, TorchAllGather };
+
 /// Collective algorithm for TP / CP / DP collectives; Auto picks the fastest.
 enum class CollectiveAlgorithm { Auto, Ring, Hierarchical, HalvingDoubling, Tree };
 
@@ -423,6 +432,12 @@ struct Training {
   /// FP32 (Megatron-LM --accumulate-allreduce-grads-in-fp32 off, NeMo grad_reduce_in_fp32
   /// false). `training.grad_precision: bf16`.
   bool bf16_grads = false;
+  /// The model code expands GQA keys and values to the query heads before the attention
+  /// kernel (torchtitan's and Hugging Face's `repeat_kv`): a copy per layer, K/V saved and
+  /// exchanged at the query heads' width. `training.repeat_kv: true`.
+  bool repeat_kv = false;
+  /// Context-parallel exchange (`training.cp_comm`), used when parallel.cp > 1.
+  CpComm cp_comm = CpComm::P2p;
 };
 
 /// MoE execution settings.
@@ -525,6 +540,8 @@ struct SearchSpace {
   [[nodiscard]] bool loss_unfused() const { return eager_loss == 2; }
   bool fp8_storage = false;        ///< training.fp8_storage
   bool bf16_grads = false;         ///< training.grad_precision: bf16
+  bool repeat_kv = false;          ///< training.repeat_kv
+  CpComm cp_comm = CpComm::P2p;    ///< training.cp_comm
   Choice<int> global_batch;
   int seq_len = 0;
   Choice<Precision> precision;

@@ -22,6 +22,7 @@ extern const EnumNames<Routing> kRoutingNames;
 extern const EnumNames<Schedule> kScheduleNames;
 extern const EnumNames<Objective> kObjectiveNames;
 extern const EnumNames<CollectiveAlgorithm> kCollectiveAlgorithmNames;
+extern const EnumNames<CpComm> kCpCommNames;
 extern const EnumNames<Collective> kCollectiveNames;
 
 /// The spelling of an enum value as files write it ("allgather", "1f1b", ...).

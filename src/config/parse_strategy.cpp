@@ -33,6 +33,9 @@ const EnumNames<CollectiveAlgorithm> kCollectiveAlgorithmNames{
     {"hierarchical", CollectiveAlgorithm::Hierarchical},
     {"halving_doubling", CollectiveAlgorithm::HalvingDoubling},
     {"tree", CollectiveAlgorithm::Tree}};
+const EnumNames<CpComm> kCpCommNames{{"p2p", CpComm::P2p},
+                                     {"allgather", CpComm::AllGather},
+                                     {"torch_allgather", CpComm::TorchAllGather}};
 const EnumNames<Objective> kObjectiveNames{{"tgs", Objective::Tgs},
                                            {"step_time", Objective::StepTime},
                                            {"mfu", Objective::Mfu},
@@ -221,6 +224,8 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
     if (auto v = t.enumeration("grad_precision", EnumNames<bool>{{"fp32", false}, {"bf16", true}})) {
       sp.bf16_grads = *v;
     }
+    if (auto v = t.boolean("repeat_kv")) sp.repeat_kv = *v;
+    if (auto v = t.enumeration("cp_comm", kCpCommNames)) sp.cp_comm = *v;
     // flash (the hardware's default kernel), unfused, or one of the hardware's flash-attention
     // kernels by name (checked against the hardware by the `attention_kernel` rule).
     if (auto v = t.text("attention")) {
@@ -308,6 +313,8 @@ Strategy read_strategy(const Node& root, Diags& diags) {
   s.training.unfused_loss = sp.loss_unfused();
   s.training.fp8_storage = sp.fp8_storage;
   s.training.bf16_grads = sp.bf16_grads;
+  s.training.repeat_kv = sp.repeat_kv;
+  s.training.cp_comm = sp.cp_comm;
   s.moe.dispatch = first_or(sp.dispatch, Dispatch::AllToAll);
   s.moe.routing = first_or(sp.routing, Routing::Uniform);
   s.moe.chunks = first_or(sp.chunks, 1);

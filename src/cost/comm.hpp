@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "paraplan/estimate.hpp"
 #include "paraplan/spec.hpp"
 
 namespace paraplan::cost {
@@ -94,5 +95,23 @@ LevelView level_view(const TierSpec& t, int nodes);
 
 /// Effective per-rank bandwidth of tier `t` at a message of `bytes` (size efficiency).
 double tier_bandwidth(const TierSpec& t, double bytes);
+
+/// A layer's attention kernel time on one rank, per pass (what hides a CP exchange).
+struct AttentionTimes {
+  double forward_s = 0, backward_s = 0;
+  bool recomputed = false;  ///< the forward runs again in backward (its exchange too)
+};
+AttentionTimes attention_times(const LayerEstimate& layer);
+
+/// The part of a layer's CP exchange (its `cp` ops from estimate_comm) the attention does not
+/// hide, forward and backward. A ring step's transfer runs beside one step's attention,
+/// 1/cp of it (the load-balanced causal split gives every step the same work); TE's
+/// all-gather runs before the attention; torch's is awaited after the first step; the
+/// last gradient hop waits for the last step. A recomputed forward exchanges again in
+/// backward.
+struct CpExposed {
+  double forward_s = 0, backward_s = 0;
+};
+CpExposed cp_exposed(const Strategy& s, const std::vector<CommOpEstimate>& ops, const AttentionTimes& attn);
 
 }  // namespace paraplan::cost

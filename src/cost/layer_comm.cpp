@@ -15,6 +15,11 @@
 namespace paraplan {
 namespace {
 
+constexpr const char* kCpKvRing = "cp_kv_ring";
+constexpr const char* kCpKvGradRing = "cp_kv_grad_ring";
+constexpr const char* kCpKvAllGather = "cp_kv_all_gather";
+constexpr const char* kCpKvGradReduceScatter = "cp_kv_grad_reduce_scatter";
+
 const char* engine_name(Engine e) { return e == Engine::Dma ? "dma" : "compute"; }
 
 CommOpEstimate from_collective(std::string name, std::string phase, std::string group,
@@ -111,21 +116,56 @@ CommBreakdown estimate_comm(const Plan& plan) {
     if (moe && m.moe->shared_experts > 0) add_block("shared_experts");
     return ops;
   };
-  // CP: every rank gathers the keys and values of the other cp - 1 chunks (ring attention),
-  // forward; backward gathers them again and reduce-scatters their gradients.
+  // CP (cost::cp_exposed says how much of it the attention hides): one rank's keys and
+  // values are a chunk; how chunks move depends on training.cp_comm.
   std::vector<CommOpEstimate> cp_ops;
   if (p.cp > 1) {
     const double heads = m.attention.heads / static_cast<double>(p.tp);
-    const double kv_heads = m.attention.kind == AttentionKind::Gqa
+    const double kv_heads = m.attention.kind == AttentionKind::Gqa && !s.training.repeat_kv
                                 ? std::max(1.0, m.attention.kv_heads / static_cast<double>(p.tp))
                                 : heads;
-    const double kv = tok.per_device * kv_heads * (model::qk_head_dim(m) + model::v_head_dim(m)) * 2;
+    const double chunk = tok.per_device * kv_heads * (model::qk_head_dim(m) + model::v_head_dim(m)) * 2;
     cost::GroupSpan g = cost::place(hw, p.cp, p.tp, false);
-    auto ag = cost::collective(hw, Collective::AllGather, kv * p.cp, g, fixed);
-    auto rs = cost::collective(hw, Collective::ReduceScatter, kv * p.cp, g, fixed);
-    cp_ops.push_back(from_collective("cp_kv_all_gather", "forward", "cp", ag));
-    cp_ops.push_back(from_collective("cp_kv_all_gather", "backward", "cp", ag));
-    cp_ops.push_back(from_collective("cp_kv_grad_reduce_scatter", "backward", "cp", rs));
+    // A ring step is as slow as its slowest hop: when the group spans several nodes (or any
+    // unit), some hop crosses between its two halves.
+    const long long ring_span = static_cast<long long>(p.tp) * std::max(1, p.cp / 2);
+    auto ring = [&](const char* name, const char* phase, double bytes, int steps) {
+      CommOpEstimate op = from_collective(name, phase, "cp", cost::send_recv(hw, bytes, ring_span, false));
+      op.algorithm = "ring";
+      op.steps = steps;
+      op.time_s *= steps;
+      op.compute_s *= steps;
+      for (CommStageEstimate& st : op.stages) {
+        st.time_s *= steps;
+        st.bytes *= steps;
+      }
+      return op;
+    };
+    auto ag = cost::collective(hw, Collective::AllGather, chunk * p.cp, g, fixed);
+    switch (s.training.cp_comm) {
+      case CpComm::P2p:
+        // Transformer Engine's ring: cp - 1 steps pass K/V on; backward passes K/V and the
+        // BF16 dK/dV (the last hop returns each chunk's gradient to its owner).
+        cp_ops.push_back(ring(kCpKvRing, "forward", chunk, p.cp - 1));
+        cp_ops.push_back(ring(kCpKvRing, "backward", chunk, p.cp - 1));
+        cp_ops.push_back(ring(kCpKvGradRing, "backward", chunk, p.cp));
+        break;
+      case CpComm::AllGather: {
+        // TE all_gather: gathered before the attention and reduce-scattered after it.
+        auto rs = cost::collective(hw, Collective::ReduceScatter, chunk * p.cp, g, fixed);
+        cp_ops.push_back(from_collective(kCpKvAllGather, "forward", "cp", ag));
+        cp_ops.push_back(from_collective(kCpKvAllGather, "backward", "cp", ag));
+        cp_ops.push_back(from_collective(kCpKvGradReduceScatter, "backward", "cp", rs));
+        break;
+      }
+      case CpComm::TorchAllGather:
+        // torch: gathered in each pass; the gradients go round the ring in FP32
+        // (_ContextParallelOptions.convert_to_f32), one all-to-all permute per step.
+        cp_ops.push_back(from_collective(kCpKvAllGather, "forward", "cp", ag));
+        cp_ops.push_back(from_collective(kCpKvAllGather, "backward", "cp", ag));
+        cp_ops.push_back(ring(kCpKvGradRing, "backward", 2 * chunk, p.cp));
+        break;
+    }
   }
   // EP: dispatch and combine forward; backward moves the same volumes the other way.
   std::vector<CommOpEstimate> ep_ops;
@@ -201,3 +241,59 @@ CommBreakdown estimate_comm(const Plan& plan) {
 }
 
 }  // namespace paraplan
+
+namespace paraplan::cost {
+
+AttentionTimes attention_times(const LayerEstimate& layer) {
+  AttentionTimes t;
+  for (const OpEstimate& op : layer.ops) {
+    if (op.kind != "attention") continue;
+    if (op.phase == "forward") t.forward_s += op.time_s;
+    if (op.phase == "input_grad") t.backward_s += op.time_s;
+    if (op.phase == "recompute") t.recomputed = true;
+  }
+  return t;
+}
+
+CpExposed cp_exposed(const Strategy& s, const std::vector<CommOpEstimate>& ops, const AttentionTimes& attn) {
+  CpExposed e;
+  const int cp = s.parallel.cp;
+  if (cp <= 1) return e;
+  const double step_f = attn.forward_s / cp, step_b = attn.backward_s / cp;
+  double kv_f = 0, kv_b = 0, grad = 0, other_b = 0;
+  int grad_steps = 1;
+  for (const CommOpEstimate& op : ops) {
+    if (op.group != "cp") continue;
+    const bool fwd = op.phase == "forward";
+    if (op.name == kCpKvRing || op.name == kCpKvAllGather) {
+      (fwd ? kv_f : kv_b) += op.time_s;
+    } else if (op.name == kCpKvGradRing) {
+      grad += op.time_s;
+      grad_steps = op.steps;
+    } else {
+      other_b += op.time_s;  // TE's gradient reduce-scatter, after the attention
+    }
+  }
+  switch (s.training.cp_comm) {
+    case CpComm::P2p: {
+      const double hop_f = kv_f / (cp - 1), hop_b = kv_b / (cp - 1), hop_g = grad / grad_steps;
+      e.forward_s = (cp - 1) * std::max(0.0, hop_f - step_f);
+      e.backward_s = (cp - 1) * std::max(0.0, hop_b + hop_g - step_b) + hop_g;
+      break;
+    }
+    case CpComm::AllGather:
+      e.forward_s = kv_f;
+      e.backward_s = kv_b + other_b;
+      break;
+    case CpComm::TorchAllGather: {
+      const double hop_g = grad / grad_steps;
+      e.forward_s = std::max(0.0, kv_f - step_f);
+      e.backward_s = std::max(0.0, kv_b - step_b) + (grad_steps - 1) * std::max(0.0, hop_g - step_b) + hop_g;
+      break;
+    }
+  }
+  if (attn.recomputed) e.backward_s += e.forward_s;
+  return e;
+}
+
+}  // namespace paraplan::cost

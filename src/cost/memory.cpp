@@ -308,8 +308,10 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
     keep(Tag::MlaUp, Tr * a.kv_lora_rank, gemm_in);            // kv norm out = kv_b input
     keep(Tag::MlaUp, T * heads * (2 * dqk + dv), kBf16Bytes);  // q, k (nope + rope), v
   } else {
-    // Q and K (4sbh/t) and V (2sbh/t) for MHA; GQA keeps its kv heads.
-    keep(Tag::AttnQkv, T * (heads * dqk + kvh * dqk + kvh * dv), kBf16Bytes);
+    // Q and K (4sbh/t) and V (2sbh/t) for MHA; GQA keeps its kv heads, or the query heads'
+    // width when repeat_kv expanded them before the attention (which saves its inputs).
+    const double kv_kept = s.training.repeat_kv ? heads : kvh;
+    keep(Tag::AttnQkv, T * (heads * dqk + kv_kept * dqk + kv_kept * dv), kBf16Bytes);
   }
   if (opt.flash_attention) {
     keep(Tag::CoreAttn, T * heads, kFp32Bytes);  // log-sum-exp per query and head

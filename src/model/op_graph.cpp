@@ -113,6 +113,33 @@ Op rope_op(const Ctx& c, Module module, double elems, int tensors) {
   return memory("rope", module, 2 * elems * kAct, 2 * elems * kAct, MemClass::Elementwise, tensors);
 }
 
+// Ring attention's bookkeeping on one rank of a context-parallel group (cp > 1), for `q`
+// output elements and `kv` key + value elements of the rank's own chunk. Every ring step
+// after the first merges its partial output into an FP32 accumulator through the
+// log-sum-exp (read the accumulator and the step's BF16 output, write the accumulator:
+// 10 B per element), and the result is cast back (6 B). With the load-balanced causal split
+// rank r merges all its queries at steps 1..r and half of them after: 3/4 of the queries per
+// step over the ranks. Backward accumulates dQ the same way and dK/dV of the chunk passing
+// through (read the running gradient and the step's BF16 one, write it back: FP32 in torch,
+// BF16 in Transformer Engine). torch also concatenates K and V into one send buffer each
+// step (4 B per element) and dK/dV into another (FP32, 8 B).
+// torch/distributed/tensor/experimental/_attention.py (_SDPAMerger, _templated_ring_attention
+// and its backward); TransformerEngine attention/dot_product_attention/context_parallel.py.
+Op cp_merge(const Ctx& c, double q, double kv) {
+  const double steps = c.s.parallel.cp - 1;
+  const bool torch = c.s.training.cp_comm == CpComm::TorchAllGather;
+  const double grad = torch ? kFp32 : kAct;
+  const double q_pass = q * (0.75 * steps * (2 * kFp32 + kAct) + kFp32 + kAct);
+  double fwd = q_pass;
+  double bwd = q_pass + kv * (steps * (2 * grad + kAct) + grad + kAct);
+  if (torch) {
+    fwd += kv * steps * 2 * kAct;
+    bwd += kv * steps * (2 * kAct + 2 * kFp32);
+  }
+  const int kernels = static_cast<int>(steps) * (torch ? 6 : 1) + 1;
+  return memory("cp_attention_merge", Module::CoreAttn, fwd, bwd, MemClass::Elementwise, kernels, 2 * kernels);
+}
+
 void add_attention(const Ctx& c, std::vector<Op>& ops) {
   const AttentionSpec& a = c.m.attention;
   const double T = c.tok.per_device, h = c.m.hidden;
@@ -159,6 +186,13 @@ void add_attention(const Ctx& c, std::vector<Op>& ops) {
       double elems = T * (heads + kv_heads) * dqk;
       ops.push_back(rope_op(c, Module::AttnProj, elems, 2));
     }
+    if (c.s.training.repeat_kv && kv_heads < heads) {
+      // repeat_kv: expand + reshape copies K and V out to the query heads (one kernel each);
+      // backward sums each group's gradients back (reads the wide, writes the narrow).
+      const double narrow = T * kv_heads * (dqk + dv) * kAct, wide = T * heads * (dqk + dv) * kAct;
+      ops.push_back(memory("repeat_kv", Module::CoreAttn, narrow + wide, narrow + wide, MemClass::Copy, 2, 2));
+      kv_heads = heads;
+    }
   }
   const double b = c.s.training.micro_batch;
   const double s = c.seq;
@@ -197,6 +231,7 @@ void add_attention(const Ctx& c, std::vector<Op>& ops) {
     core.bytes = T * (heads * dqk + kv_heads * dqk + kv_heads * dv + heads * dv) * kAct;
     core.groups = static_cast<int>(b * heads);
     ops.push_back(core);
+    if (cp > 1) ops.push_back(cp_merge(c, T * heads * dv, T * kv_heads * (dqk + dv)));
   }
   ops.push_back(gemm("o_proj", Module::AttnProj, T, h, heads * dv));
 }

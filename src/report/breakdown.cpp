@@ -2,6 +2,7 @@
 #include <string>
 
 #include "config/parse.hpp"
+#include "cost/comm.hpp"
 #include "paraplan/report.hpp"
 #include "util/strings.hpp"
 #include "paraplan/units.hpp"
@@ -40,6 +41,8 @@ void write_strategy(report::JsonWriter& w, const Plan& plan) {
   w.field("attention", s.training.unfused_attention ? std::string("unfused")
                        : s.training.attention_kernel.empty() ? std::string("flash")
                                                              : s.training.attention_kernel);
+  w.field("repeat_kv", s.training.repeat_kv);
+  w.field("cp_comm", spelling(kCpCommNames, s.training.cp_comm));
   w.end_object();
   w.key("moe").begin_object();
   w.field("dispatch", spelling(kDispatchNames, s.moe.dispatch));
@@ -114,7 +117,7 @@ LayerTimes executed_layer(const Strategy& s, const LayerEstimate& l, const Layer
     for (const bool ep : {false, true}) {
       double c = 0, busy = 0;
       for (const CommOpEstimate& op : comm->ops) {
-        if ((op.phase == "forward") != fwd || (op.group == "ep") != ep) continue;
+        if ((op.phase == "forward") != fwd || (op.group == "ep") != ep || op.group == "cp") continue;
         c += op.time_s;
         busy += op.compute_s;
       }
@@ -123,6 +126,9 @@ LayerTimes executed_layer(const Strategy& s, const LayerEstimate& l, const Layer
       C = overlapped ? std::max(c, C + busy) : C + c;
     }
   }
+  const cost::CpExposed cp = cost::cp_exposed(s, comm->ops, cost::attention_times(l));
+  t.forward_s += cp.forward_s;
+  t.backward_s += cp.backward_s;
   return t;
 }
 

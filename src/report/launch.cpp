@@ -221,6 +221,13 @@ std::string megatron(const Plan& plan) {
     lost.push_back(line);
   }
   arg("--context-parallel-size " + str(p.cp));
+  if (p.cp > 1) {
+    if (s.training.cp_comm == CpComm::TorchAllGather) {
+      lost.push_back("cp_comm torch_allgather (torch's experimental ring attention; nearest: --cp-comm-type allgather)");
+    } else {
+      arg(std::string("--cp-comm-type ") + (s.training.cp_comm == CpComm::P2p ? "p2p" : "allgather"));
+    }
+  }
   if (moe) {
     arg("--expert-model-parallel-size " + str(p.ep));
     arg("--expert-tensor-parallel-size " + str(p.etp));
@@ -540,6 +547,15 @@ std::string torchtitan(const Plan& plan) {
     o.add("pipeline_parallel_microbatch_size = " + str(t.micro_batch));
   }
   o.add("context_parallel_degree = " + str(p.cp));
+  if (p.cp > 1) {
+    if (s.training.cp_comm == CpComm::TorchAllGather) {
+      o.add("context_parallel_rotate_method = \"allgather\"");
+    } else {
+      o.add("context_parallel_rotate_method = \"alltoall\"");
+      lost.push_back(std::string("cp_comm ") + (s.training.cp_comm == CpComm::P2p ? "p2p" : "allgather") +
+                     " (Transformer Engine's; torch's ring attention passes K/V by all-to-all, the nearest)");
+    }
+  }
   if (moe) {
     o.add("expert_parallel_degree = " + str(p.ep));
     o.add("expert_tensor_parallel_degree = " + str(p.etp));

@@ -25,7 +25,9 @@ std::size_t LayerKeyHash::operator()(const LayerKey& k) const noexcept {
   mix((k.fp8_dispatch ? 1u : 0u) | (k.gate_at_swiglu ? 2u : 0u) | (k.fp8_storage ? 4u : 0u));
   mix(static_cast<std::size_t>(k.algorithm));
   mix(std::hash<std::string>{}(k.attention_kernel));
-  mix((k.eager_elementwise ? 1u : 0u) | (k.eager_loss ? 2u : 0u) | (k.unfused_loss ? 4u : 0u));
+  mix((k.eager_elementwise ? 1u : 0u) | (k.eager_loss ? 2u : 0u) | (k.unfused_loss ? 4u : 0u) |
+      (k.repeat_kv ? 8u : 0u));
+  mix(static_cast<std::size_t>(k.cp_comm));
   return h;
 }
 
@@ -60,6 +62,8 @@ LayerKey key_of(const Strategy& s, int model_seq) {
   k.eager_elementwise = s.training.eager_elementwise;
   k.eager_loss = s.training.eager_loss;
   k.unfused_loss = s.training.unfused_loss;
+  k.repeat_kv = s.training.repeat_kv;
+  k.cp_comm = s.training.cp_comm;
   return k;
 }
 
@@ -117,9 +121,15 @@ LayerCosts compute_layer_costs(const HardwareSpec& hw, const ModelSpec& m, const
           k.ep_engine += std::min(op.compute_s, op.time_s);
         }
         k.queueing += op.queueing_s;
-      } else {
+      } else if (op.group != "cp") {
         (fwd ? k.tp_f : k.tp_b) += op.time_s;
       }
+    }
+    for (const LayerEstimate& le : compute.layers) {
+      if (le.kind != l.kind) continue;
+      const cost::CpExposed cp = cost::cp_exposed(s, l.ops, cost::attention_times(le));
+      k.cp_f = cp.forward_s;
+      k.cp_b = cp.backward_s;
     }
   }
   out.memory = cost::memory_inputs(plan, out.rank_load);

@@ -691,6 +691,8 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
   base.moe.gate_at_swiglu = sp.gate_at_swiglu;
   base.training.fp8_storage = sp.fp8_storage;
   base.training.bf16_grads = sp.bf16_grads;
+  base.training.repeat_kv = sp.repeat_kv;
+  base.training.cp_comm = sp.cp_comm;
   base.overlap = sp.overlap;
   base.collective_algorithm = sp.collective_algorithm;
   base.training.unfused_attention = sp.unfused_attention;
@@ -892,11 +894,11 @@ std::string search_key(const SearchSpace& sp, const SearchOptions& o) {
   put(k, sp.attention_kernel);
   put(k, sp.pipeline_layout);
   for (int v : {sp.first_stage_layers, sp.last_stage_layers, sp.eager_loss, sp.seq_len,
-                static_cast<int>(sp.collective_algorithm), o.top, static_cast<int>(o.objective), o.resimulate}) {
+                static_cast<int>(sp.collective_algorithm), static_cast<int>(sp.cp_comm), o.top, static_cast<int>(o.objective), o.resimulate}) {
     raw(k, v);
   }
   for (bool v : {sp.embedding_in_split, sp.loss_in_split, sp.unfused_attention, sp.eager_elementwise, sp.fp8_storage,
-                 sp.bf16_grads, sp.fp8_dispatch, sp.gate_at_swiglu, sp.overlap.ep, sp.overlap.dp, sp.overlap.tp,
+                 sp.bf16_grads, sp.repeat_kv, sp.fp8_dispatch, sp.gate_at_swiglu, sp.overlap.ep, sp.overlap.dp, sp.overlap.tp,
                  sp.overlap.pp, o.keep_all}) {
     raw(k, v);
   }

@@ -33,7 +33,8 @@ struct Exposed {
 // max(0, dma - window). (deepseek-ai/profile-data train.json: DeepEP kernels are resident
 // 113.4 ms of the chunk pair's 130.6 ms of compute kernels.)
 // Without overlap everything adds. TP: exposed unless overlap.tp, then hidden under the
-// layer's compute in the same way.
+// layer's compute in the same way. CP: what its own overlap leaves (cost::cp_exposed); it is
+// reported with TP.
 Exposed expose(const KindCost& k, bool ep_overlap, bool tp_overlap) {
   Exposed e;
   e.compute = k.f + k.b + k.w;
@@ -54,10 +55,10 @@ Exposed expose(const KindCost& k, bool ep_overlap, bool tp_overlap) {
     ep_f *= scale;
     ep_b *= scale;
   }
-  e.f = k.f + tp_f + ep_f;
-  e.b = k.b + tp_b + ep_b;
+  e.f = k.f + tp_f + ep_f + k.cp_f;
+  e.b = k.b + tp_b + ep_b + k.cp_b;
   e.w = k.w;
-  e.tp = tp_f + tp_b;
+  e.tp = tp_f + tp_b + k.cp_f + k.cp_b;
   e.ep = ep_f + ep_b;
   e.queueing = k.queueing;
   return e;

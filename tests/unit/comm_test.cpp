@@ -680,6 +680,84 @@ TEST_SUITE("cost.comm") {
 }
 
 TEST_SUITE("cost.comm") {
+  TEST_CASE("context parallel: the exchange of each cp_comm, and what the ring attention hides") {
+    // Llama 3 70B (GQA, 64 heads, 8 kv heads of 128) on one H100 node, CP 8, s 65536: a
+    // rank's chunk is 8192 tokens; its K/V are 8192 x 8 x (128 + 128) x 2 B = 33.55 MB, or
+    // x 8 when repeat_kv widens them to the 64 query heads.
+    const char* yaml =
+        "hardware: h100-sxm-ib\nmodel: llama3-70b\nnodes: 1\n"
+        "parallel: {tp: 1, cp: 8}\n"
+        "training: {micro_batch: 1, global_batch: 1, seq_len: 65536}\n";
+    Plan plan = parse_plan(yaml, "cp.yaml");
+    CHECK(plan.strategy.training.cp_comm == CpComm::P2p);  // Megatron's default
+    const double chunk = 8192.0 * 8 * 256 * 2;
+    auto cp_ops = [](const CommBreakdown& c) {
+      std::vector<CommOpEstimate> ops;
+      for (const CommOpEstimate& op : c.layers.at(0).ops) {
+        if (op.group == "cp") ops.push_back(op);
+      }
+      return ops;
+    };
+    auto bytes = [](const CommOpEstimate& op) {
+      double b = 0;
+      for (const CommStageEstimate& st : op.stages) b += st.bytes;
+      return b;
+    };
+    // p2p (TE): 7 forward hops of one chunk; backward 7 of K/V and 8 of dK/dV (BF16).
+    std::vector<CommOpEstimate> p2p = cp_ops(estimate_comm(plan));
+    REQUIRE(p2p.size() == 3);
+    CHECK(p2p[0].name == "cp_kv_ring");
+    CHECK(p2p[0].steps == 7);
+    CHECK(bytes(p2p[0]) == doctest::Approx(7 * chunk));
+    CHECK(p2p[2].name == "cp_kv_grad_ring");
+    CHECK(p2p[2].steps == 8);
+    CHECK(bytes(p2p[2]) == doctest::Approx(8 * chunk));
+    // torch with repeat_kv: all-gathers of 8 wide chunks, and 8 hops of the FP32 dK/dV of one.
+    plan.strategy.training.cp_comm = CpComm::TorchAllGather;
+    plan.strategy.training.repeat_kv = true;
+    std::vector<CommOpEstimate> torch = cp_ops(estimate_comm(plan));
+    REQUIRE(torch.size() == 3);
+    CHECK(torch[0].name == "cp_kv_all_gather");
+    CHECK(torch[2].name == "cp_kv_grad_ring");
+    CHECK(torch[2].steps == 8);
+    CHECK(bytes(torch[2]) == doctest::Approx(8 * 2 * (8 * chunk)));
+
+    // Exposure, by hand, with made-up times. Attention 8 ms forward, 16 ms backward: a ring
+    // step is 1 ms / 2 ms.
+    cost::AttentionTimes attn{8e-3, 16e-3, false};
+    std::vector<CommOpEstimate> ops(3);
+    ops[0] = CommOpEstimate{"cp_kv_ring", "forward", "cp", "ring", 7 * 1.5e-3, 0, 0, 7, {}};
+    ops[1] = CommOpEstimate{"cp_kv_ring", "backward", "cp", "ring", 7 * 1.5e-3, 0, 0, 7, {}};
+    ops[2] = CommOpEstimate{"cp_kv_grad_ring", "backward", "cp", "ring", 8 * 1.0e-3, 0, 0, 8, {}};
+    plan.strategy.training.cp_comm = CpComm::P2p;
+    // forward: 7 x (1.5 - 1) = 3.5 ms; backward: 7 x (1.5 + 1 - 2) + the last 1 ms hop = 4.5 ms
+    cost::CpExposed e = cost::cp_exposed(plan.strategy, ops, attn);
+    CHECK(e.forward_s == doctest::Approx(3.5e-3));
+    CHECK(e.backward_s == doctest::Approx(4.5e-3));
+    // a recomputed forward exchanges again in backward
+    attn.recomputed = true;
+    e = cost::cp_exposed(plan.strategy, ops, attn);
+    CHECK(e.backward_s == doctest::Approx(8.0e-3));
+    attn.recomputed = false;
+    // torch: a 5 ms gather waits 1 ms (forward) / 2 ms (backward) of the first step; 8 hops
+    // of 3 ms gradients, 7 beside a 2 ms step and the last after it: 3 + 7 x 1 + 3 = 13 ms.
+    plan.strategy.training.cp_comm = CpComm::TorchAllGather;
+    ops[0] = CommOpEstimate{"cp_kv_all_gather", "forward", "cp", "ring", 5e-3, 0, 0, 1, {}};
+    ops[1] = CommOpEstimate{"cp_kv_all_gather", "backward", "cp", "ring", 5e-3, 0, 0, 1, {}};
+    ops[2] = CommOpEstimate{"cp_kv_grad_ring", "backward", "cp", "ring", 8 * 3e-3, 0, 0, 8, {}};
+    e = cost::cp_exposed(plan.strategy, ops, attn);
+    CHECK(e.forward_s == doctest::Approx(4e-3));
+    CHECK(e.backward_s == doctest::Approx(13e-3));
+    // TE's all-gather is not overlapped: everything shows.
+    plan.strategy.training.cp_comm = CpComm::AllGather;
+    ops[2] = CommOpEstimate{"cp_kv_grad_reduce_scatter", "backward", "cp", "ring", 4e-3, 0, 0, 1, {}};
+    e = cost::cp_exposed(plan.strategy, ops, attn);
+    CHECK(e.forward_s == doctest::Approx(5e-3));
+    CHECK(e.backward_s == doctest::Approx(9e-3));
+  }
+}
+
+TEST_SUITE("cost.comm") {
   TEST_CASE("a send/recv moves its whole message across the tier it crosses") {
     // Two H100s in different nodes (stride 8): 100 MB go over the RDMA tier once, whole. The
     // time is at least 100 MB at the tier's line rate (it was half of that before: the

@@ -136,6 +136,39 @@ TEST_SUITE("model.op_graph") {
     CHECK(op(unfused, "cross_entropy.bwd", Phase::InputGrad).bytes == doctest::Approx(14.0 * 8192 * (128256 / 8)));
   }
 
+  TEST_CASE("repeat_kv copies K/V out to the query heads; ring attention merges in FP32") {
+    // Llama 3 70B at TP8 (8 query heads, 1 kv head per rank, head 128), s 8192, b 1.
+    Plan p = llama_plan(8, true);
+    p.model.seq_len = 8192;
+    p.strategy.training.repeat_kv = true;
+    auto layers = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    const Layer& d = layer(layers, LayerKind::Dense);
+    // read K, V at 1 head, write them at 8: 8192 x (1 + 8) x 256 x 2 B, each way
+    CHECK(op(d, "repeat_kv").bytes == doctest::Approx(8192.0 * 9 * 256 * 2));
+    CHECK(op(d, "repeat_kv").kernels == 2);
+    CHECK(op(d, "repeat_kv.bwd", Phase::InputGrad).bytes == doctest::Approx(8192.0 * 9 * 256 * 2));
+    // the attention reads K and V at the query heads' width: (8 + 8 + 8 + 8) x 128 x 2 B per token
+    CHECK(op(d, "core_attention").bytes == doctest::Approx(8192.0 * 32 * 128 * 2));
+    // Now CP 4 (2048 tokens per rank): 3 steps after the first. Forward: output elements
+    // q = 2048 x 8 x 128; 3/4 of them per step at 10 B, a 6 B cast at the end:
+    // q x (0.75 x 3 x 10 + 6) = q x 28.5 B. Backward adds dK/dV over kv = 2048 x 8 x 256
+    // (repeated) in BF16 (TE): kv x (3 x 6 + 4) = kv x 22 B.
+    p.strategy.parallel.cp = 4;
+    p.strategy.parallel.dp = 64 / (4 * 8 * 4);
+    layers = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    const double q = 2048.0 * 8 * 128, kv = 2048.0 * 8 * 256;
+    const Layer& c = layer(layers, LayerKind::Dense);
+    CHECK(op(c, "cp_attention_merge").bytes == doctest::Approx(q * 28.5));
+    CHECK(op(c, "cp_attention_merge.bwd", Phase::InputGrad).bytes == doctest::Approx(q * 28.5 + kv * 22));
+    // torch's ring: dK/dV in FP32 (3 x 10 + 6 = 36 B), plus the K/V send buffer each step
+    // (3 x 4 B forward; 3 x (4 + 8) B backward for K/V and the FP32 dK/dV).
+    p.strategy.training.cp_comm = CpComm::TorchAllGather;
+    layers = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    const Layer& t = layer(layers, LayerKind::Dense);
+    CHECK(op(t, "cp_attention_merge").bytes == doctest::Approx(q * 28.5 + kv * 12));
+    CHECK(op(t, "cp_attention_merge.bwd", Phase::InputGrad).bytes == doctest::Approx(q * 28.5 + kv * (36 + 36)));
+  }
+
   TEST_CASE("GQA with tp above kv_heads replicates one KV head per rank") {
     Plan p = llama_plan(16, true);
     p.strategy.nodes = 16;
