@@ -223,7 +223,7 @@ std::string time_breakdown(const SearchResult& r) {
   std::vector<std::string> xtl;
   for (double v : xt) xtl.push_back(tick_label(v));
   c.axes("Step time of the best plans, by component", "seconds per step", "", xt, xtl, {});
-  const char* names[] = {"compute", "TP comm", "EP comm", "PP comm", "DP comm", "bubble", "optimizer", "queueing", "offload"};
+  const char* names[] = {"compute", "TP/CP comm", "EP comm", "PP comm", "DP comm", "bubble", "optimizer", "queueing", "offload"};
   for (std::size_t i = 0; i < n; ++i) {
     const Estimate& e = r.best[i];
     const TimeBreakdown& t = e.time_s;

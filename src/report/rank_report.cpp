@@ -81,7 +81,7 @@ std::string why_loses(const Estimate& a, const Estimate& b) {
   };
   const Term terms[] = {{"compute", a.time_s.compute, b.time_s.compute},
                         {"EP comm", a.time_s.ep_comm, b.time_s.ep_comm},
-                        {"TP comm", a.time_s.tp_comm, b.time_s.tp_comm},
+                        {"TP/CP comm", a.time_s.tp_comm, b.time_s.tp_comm},
                         {"bubble", a.time_s.pp_bubble, b.time_s.pp_bubble},
                         {"PP comm", a.time_s.pp_comm, b.time_s.pp_comm},
                         {"DP comm", a.time_s.dp_comm, b.time_s.dp_comm},
@@ -196,7 +196,7 @@ std::string estimate_text(const Plan& plan, const Estimate& e) {
   };
   row("compute", t.compute);
   row("EP dispatch/combine", t.ep_comm);
-  row("TP communication", t.tp_comm);
+  row("TP/CP communication", t.tp_comm);
   row("pipeline bubble", t.pp_bubble);
   row("pipeline send/recv", t.pp_comm);
   row("DP gradient sync", t.dp_comm);

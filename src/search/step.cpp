@@ -381,7 +381,7 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
   };
   const Term terms[] = {{"compute", t.compute},
                         {"EP dispatch/combine", t.ep_comm},
-                        {"TP communication", t.tp_comm},
+                        {"TP/CP communication", t.tp_comm},
                         {"pipeline bubble", t.pp_bubble},
                         {"pipeline send/recv", t.pp_comm},
                         {"DP gradient sync", t.dp_comm},

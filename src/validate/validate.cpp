@@ -49,7 +49,7 @@ bool in_moe_block(const std::string& name) {
 std::string step_breakdown(const Estimate& e) {
   const TimeBreakdown& t = e.time_s;
   auto pct = [&](double v) { return fmt("%.0f%%", 100 * v / e.step_time_s); };
-  return "compute " + pct(t.compute) + ", bubble " + pct(t.pp_bubble) + ", EP " + pct(t.ep_comm) + ", TP " +
+  return "compute " + pct(t.compute) + ", bubble " + pct(t.pp_bubble) + ", EP " + pct(t.ep_comm) + ", TP/CP " +
          pct(t.tp_comm) + ", DP " + pct(t.dp_comm) + ", PP " + pct(t.pp_comm) + ", optimizer " + pct(t.optimizer);
 }
 
