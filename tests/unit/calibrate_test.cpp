@@ -545,6 +545,33 @@ TEST_SUITE("calibrate.runs") {
     CHECK(run_case(bf16).predicted < with);
   }
 
+  TEST_CASE("recorded fit: h100-grand-teton's sustained and attention are the optimum of their runs (x 1)") {
+    // hardware/h100-grand-teton.yaml carries calibration.sustained and the attention
+    // multiplier from `paraplan calibrate runs` over the eight Llama 3.1 8B rows of the
+    // torchtitan page (--knobs sustained,attention). Re-fitting against the file must find
+    // nothing left to move; a changed model or case makes this fail until the command is
+    // re-run and its figures recorded.
+    std::vector<ValidationCase> runs;
+    for (const char* f : {"torchtitan-llama31-8b-8gpu-fsdp", "torchtitan-llama31-8b-8gpu-fsdp-compile",
+                          "torchtitan-llama31-8b-8gpu-fsdp-compile-float8", "torchtitan-llama31-8b-128gpu-fsdp",
+                          "torchtitan-llama31-8b-128gpu-fsdp-compile", "torchtitan-llama31-8b-128gpu-fsdp-compile-float8",
+                          "torchtitan-llama31-8b-8gpu-cp1-32k", "torchtitan-llama31-8b-8gpu-cp2-64k"}) {
+      for (ValidationCase& c :
+           load_cases((fs::path(PARAPLAN_SOURCE_DIR) / "validation" / (std::string(f) + ".yaml")).string())) {
+        CHECK(c.calibration);  // declared fitted
+        runs.push_back(std::move(c));
+      }
+    }
+    REQUIRE(runs.size() == 8);
+    const RunsFit fit = calibrate_runs(runs, {"sustained", "attention"});
+    CHECK(fit.values[0] == doctest::Approx(1.0).epsilon(2e-3));
+    CHECK(fit.values[1] == doctest::Approx(1.0).epsilon(2e-3));
+    CHECK(fit.mean_loo_pct < 4.0);
+    const HardwareSpec gt = load_hardware("h100-grand-teton");
+    CHECK(gt.calibration.sustained == doctest::Approx(1.4368));
+    CHECK(gt.calibration.fp8_gemm == doctest::Approx(1.3032));  // h100-sxm-ib's, unchanged
+  }
+
   TEST_CASE("an isolated case runs without the sustained training rate") {
     // The Megatron-Core MoE-layer rows time one layer for 20 iterations (`isolated: true`):
     // the hardware's calibration.sustained must not reach them, and must reach the same case
