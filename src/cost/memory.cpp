@@ -572,9 +572,16 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
   // (`training.loss: eager`; torchtitan: cross_entropy(pred.float(), labels)) peaks in its
   // backward at 12 B: the saved FP32 log-probabilities, nll's FP32 gradient and log_softmax's
   // FP32 input gradient (in forward 10 B: BF16 logits, their FP32 copy and the log-probabilities).
+  // With TP the eager loss runs on the vocab shard under torch's loss_parallel, whose
+  // log_softmax is the decomposition with all-reduces inserted
+  // (torch/distributed/tensor/parallel/loss.py, _log_softmax; torchtitan enables it whenever
+  // TP > 1): max, shifted = x - max, exp(shifted), result = shifted - log(sum): forward peaks
+  // at 14 B (BF16 logits, FP32 x, shifted, exp or result), backward at 16 B (the saved
+  // log-probabilities, nll's gradient, exp(output) and the product before the subtraction).
   // Megatron's unfused loss peaks at its start: the BF16 logits and their FP32 copy (6 B).
+  const double eager_peak = p.tp > 1 ? 4 * kFp32Bytes : 3 * kFp32Bytes;
   const double logits = (1 + m.mtp_depth) * T * m.vocab / p.tp *
-                        (s.training.eager_loss ? 3 * kFp32Bytes : s.training.unfused_loss ? kFp32Bytes + kBf16Bytes : kFp32Bytes);
+                        (s.training.eager_loss ? eager_peak : s.training.unfused_loss ? kFp32Bytes + kBf16Bytes : kFp32Bytes);
 
   // What a rank holds apart from its in-flight activation sets follows from what its chunks
   // count; neighbouring ranks usually count the same, and then share it.

@@ -813,3 +813,34 @@ TEST_SUITE("cost.memory") {
     CHECK(cost::sum(parts) > layer_bytes(with_recompute(p, RecomputeMode::Full)));
   }
 }
+
+TEST_SUITE("cost.memory") {
+  TEST_CASE("the eager loss peaks at 12 B per logit, 16 B under torch's loss_parallel (TP > 1)") {
+    // Llama 3 70B (vocabulary 128256), s 8192, b 1, loss: eager. TP 1: F.cross_entropy's fused
+    // log_softmax: at the backward's peak the saved FP32 log-probabilities, nll's FP32 gradient
+    // and the FP32 input gradient, 3 x 4 B per logit. TP 8: the vocab shard (16032), and the
+    // decomposed log_softmax of torch/distributed/tensor/parallel/loss.py adds exp(output)'s
+    // FP32 temporary: 4 x 4 B.
+    auto logits = [](int tp) {
+      Plan p;
+      p.model = load_model("llama3-70b");
+      p.hardware = load_hardware("h100-sxm-ib");
+      p.strategy.nodes = 1;
+      p.strategy.parallel.tp = tp;
+      p.strategy.parallel.dp = 8 / tp;
+      p.strategy.parallel.sp = tp > 1;
+      p.strategy.training.micro_batch = 1;
+      p.strategy.training.global_batch = 8 / tp;
+      p.strategy.training.seq_len = 8192;
+      p.strategy.training.recompute.mode = RecomputeMode::Full;
+      p.strategy.training.zero = 3;
+      p.strategy.training.eager_loss = true;
+      const MemoryEstimate e = estimate_memory(p);
+      double b = 0;
+      for (const MemoryPart& x : e.stages.at(0).buffer_parts) b += x.name == "logits" ? x.bytes : 0.0;
+      return b;
+    };
+    CHECK(logits(1) == doctest::Approx(8192.0 * 128256 * 12));
+    CHECK(logits(8) == doctest::Approx(8192.0 * 16032 * 16));
+  }
+}
