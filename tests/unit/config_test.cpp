@@ -67,7 +67,7 @@ HardwareSpec br166_in_code() {
 
 TEST_SUITE("config.presets") {
   TEST_CASE("every built-in preset loads; every built-in strategy obeys the rules") {
-    REQUIRE(presets().size() == 28);  // 7 hardware, 6 models, 9 strategies, 6 spaces
+    REQUIRE(presets().size() == 29);  // 8 hardware, 6 models, 9 strategies, 6 spaces
     for (const Preset& p : presets()) {
       CAPTURE(p.name);
       CHECK_FALSE(p.description.empty());
@@ -342,5 +342,19 @@ TEST_SUITE("config.rules") {
     HardwareSpec h100 = load_hardware("h100-sxm-ib");
     s = row1();  // die-level EP on a one-die GPU
     CHECK(has_rule(check_rules(s, h100, ds), "ep_over_dies"));
+  }
+}
+
+TEST_SUITE("config.presets") {
+  TEST_CASE("a100-jean-zay: the DGX A100 preset with 4 x 100 Gb/s Omni-Path per node of 8 GPUs") {
+    // bigscience tr11-176B-ml README: 4 OmniPath links per node; OPA links run at 100 Gb/s.
+    // Shared by the node's 8 GPUs: 400 / 8 = 50 Gb/s = 6.25 GB/s per GPU. NVLink is the parent's.
+    const HardwareSpec jz = load_hardware("a100-jean-zay");
+    const HardwareSpec dgx = load_hardware("a100-sxm-ib");
+    REQUIRE(jz.tiers.size() == dgx.tiers.size());
+    CHECK(jz.tiers.back().bw_bytes_per_s == doctest::Approx(400e9 / 8 / 8));
+    CHECK(jz.tiers.back().size == 52);
+    CHECK(jz.tiers.front().bw_bytes_per_s == dgx.tiers.front().bw_bytes_per_s);
+    CHECK(jz.device.memory_bytes == dgx.device.memory_bytes);
   }
 }
