@@ -419,6 +419,28 @@ double optimizer_bytes_per_param(Optimizer o) {
   return 3 * kFp32Bytes;
 }
 
+// Ring attention's buffers on a rank of a context-parallel group while a layer's attention
+// backward runs, beyond what the layer stores: the other ranks' K/V (all cp chunks when they
+// are all-gathered, the current and the next one on TE's ring), the FP32 dQ accumulator, and
+// dK/dV three times over (the running sum, the send and the receive buffer; FP32 in torch,
+// BF16 in Transformer Engine). Sources as model::cp_merge's (op_graph.cpp).
+double cp_work_bytes(const Plan& plan, double T) {
+  const ModelSpec& m = plan.model;
+  const Strategy& s = plan.strategy;
+  const int cp = s.parallel.cp;
+  if (cp <= 1 || s.training.unfused_attention || m.attention.kind == AttentionKind::Mla) return 0.0;
+  const double t = s.parallel.tp;
+  const double heads = m.attention.heads / t;
+  const double kvh = m.attention.kind == AttentionKind::Gqa && !s.training.repeat_kv
+                         ? std::max(1.0, m.attention.kv_heads / t)
+                         : heads;
+  const double dqk = model::qk_head_dim(m), dv = model::v_head_dim(m);
+  const double kv_elems = T * kvh * (dqk + dv);
+  const bool gathered = s.training.cp_comm != CpComm::P2p;
+  const double grad = s.training.cp_comm == CpComm::TorchAllGather ? kFp32Bytes : kBf16Bytes;
+  return (gathered ? cp : 2) * kv_elems * kBf16Bytes + T * heads * dqk * kFp32Bytes + 3 * kv_elems * grad;
+}
+
 MemoryInputs memory_inputs(const Plan& plan, double expert_load) {
   const ModelSpec& m = plan.model;
   const Strategy& s = plan.strategy;
@@ -439,6 +461,7 @@ MemoryInputs memory_inputs(const Plan& plan, double expert_load) {
     in.moe_act_sum = sum(in.moe_act);
     in.moe_extra = sum(layer_activations(plan, true, expert_load, act, false)) - in.moe_act_sum;
   }
+  in.cp_work = cp_work_bytes(plan, in.T);
   in.head_act = head_activations(plan, in.Tr);
   in.head_act_sum = sum(in.head_act);
   in.dispatch_buffer = dispatch_buffer_bytes(plan, tok);
@@ -612,14 +635,16 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
     const bool has_dense_layer = nd_sets > 0, has_moe_layer = nm_sets > 0;
     o.ws = 0;
     if (s.training.recompute.mode != RecomputeMode::None) {
-      // One layer's recomputed tensors exist again while its backward runs. On the stage
-      // with the loss they never meet the FP32 logits: the loss's backward frees those
-      // before the first layer is recomputed (1F1B runs the last stage's forward and
-      // backward of a micro-batch back to back), so only what the working set needs beyond
-      // the logits adds to the peak.
+      // One layer's recomputed tensors exist again while its backward runs.
       o.ws = std::max(has_dense_layer ? in.dense_extra : 0.0, has_moe_layer ? in.moe_extra : 0.0);
-      if (n.head > 0) o.ws = std::max(0.0, o.ws - logits);
     }
+    // Ring attention's buffers join them during the attention backward (cp_work_bytes).
+    if (has_dense_layer || has_moe_layer) o.ws += in.cp_work;
+    // On the stage with the loss they never meet the FP32 logits: the loss's backward frees
+    // those before the first layer is recomputed (1F1B runs the last stage's forward and
+    // backward of a micro-batch back to back), so only what the working set needs beyond the
+    // logits adds to the peak.
+    if (n.head > 0) o.ws = std::max(0.0, o.ws - logits);
 
     // Weights, gradients, optimizer states (ZeRO over DP x CP for dense parameters, over the
     // expert-DP group for experts). The BF16-only part has no FP8 copy.
@@ -673,7 +698,7 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
     }
     st.activations = o.per_set_sum * on_device;
     if (detail) add_parts(st.activation_parts, o.per_set, on_device);
-    if (s.training.recompute.mode != RecomputeMode::None) {
+    if (o.ws > 0) {
       st.activations += o.ws;
       if (detail) add_part(st.activation_parts, "recompute_working_set", o.ws);
     }

@@ -70,6 +70,7 @@ struct MemoryInputs {
   std::vector<MemoryPart> dense_act, moe_act, head_act;  ///< one micro-batch, one layer / head
   double dense_act_sum = 0, moe_act_sum = 0, head_act_sum = 0;
   double dense_extra = 0, moe_extra = 0;  ///< recompute working set of one layer
+  double cp_work = 0;                     ///< ring attention's buffers while a layer's backward runs
   double dispatch_buffer = 0;             ///< EP dispatch buffers per device
   double T = 0, Tr = 0;                   ///< tokens per device; with SP per TP rank
   double dense_layer = 0;                 ///< params per device of a dense layer

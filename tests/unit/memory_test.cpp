@@ -844,3 +844,30 @@ TEST_SUITE("cost.memory") {
     CHECK(logits(8) == doctest::Approx(8192.0 * 16032 * 16));
   }
 }
+
+TEST_SUITE("cost.memory") {
+  TEST_CASE("ring attention's buffers during a layer's backward (cp > 1)") {
+    // Llama 3 70B at TP 8 (8 query heads per rank, head 128), CP 4, s 8192: 2048 tokens per
+    // rank. With repeat_kv K/V are 8 heads wide: kv = 2048 x 8 x (128 + 128) elements.
+    Plan p;
+    p.model = load_model("llama3-70b");
+    p.hardware = load_hardware("h100-sxm-ib");
+    p.strategy.nodes = 4;
+    p.strategy.parallel.tp = 8;
+    p.strategy.parallel.cp = 4;
+    p.strategy.parallel.sp = true;
+    p.strategy.training.micro_batch = 1;
+    p.strategy.training.global_batch = 1;
+    p.strategy.training.seq_len = 8192;
+    p.strategy.training.repeat_kv = true;
+    const double kv = 2048.0 * 8 * 256, dq = 2048.0 * 8 * 128 * 4;
+    // torch: all four chunks gathered (BF16), the FP32 dQ, dK/dV x 3 in FP32
+    p.strategy.training.cp_comm = CpComm::TorchAllGather;
+    CHECK(cost::memory_inputs(p, 1.0).cp_work == doctest::Approx(4 * kv * 2 + dq + 3 * kv * 4));
+    // TE's ring: the current and the next chunk; dK/dV in BF16
+    p.strategy.training.cp_comm = CpComm::P2p;
+    CHECK(cost::memory_inputs(p, 1.0).cp_work == doctest::Approx(2 * kv * 2 + dq + 3 * kv * 2));
+    p.strategy.parallel.cp = 1;
+    CHECK(cost::memory_inputs(p, 1.0).cp_work == 0.0);
+  }
+}
