@@ -253,7 +253,10 @@ struct HostSpec {
 /// attention, not overlapped, dK/dV reduce-scattered after it. TorchAllGather: PyTorch's
 /// experimental context_parallel with its default rotate method (torchtitan): K/V gathered
 /// once per pass and awaited after the first ring step, dK/dV passed around the ring in FP32.
-enum class CpComm { P2p, AllGather, TorchAllGather };
+/// A2a: DeepSpeed-Ulysses (`--cp-comm-type a2a`): all-to-alls trade the sequence split for a
+/// head split before the attention (Q, K, V) and back after it (the output), not overlapped;
+/// each rank then runs the whole sequence for heads / cp heads.
+enum class CpComm { P2p, AllGather, TorchAllGather, A2a };
 
 /// Collective algorithm for TP / CP / DP collectives; Auto picks the fastest.
 enum class CollectiveAlgorithm { Auto, Ring, Hierarchical, HalvingDoubling, Tree };

@@ -35,7 +35,8 @@ const EnumNames<CollectiveAlgorithm> kCollectiveAlgorithmNames{
     {"tree", CollectiveAlgorithm::Tree}};
 const EnumNames<CpComm> kCpCommNames{{"p2p", CpComm::P2p},
                                      {"allgather", CpComm::AllGather},
-                                     {"torch_allgather", CpComm::TorchAllGather}};
+                                     {"torch_allgather", CpComm::TorchAllGather},
+                                     {"a2a", CpComm::A2a}};
 const EnumNames<Objective> kObjectiveNames{{"tgs", Objective::Tgs},
                                            {"step_time", Objective::StepTime},
                                            {"mfu", Objective::Mfu},

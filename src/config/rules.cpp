@@ -53,6 +53,11 @@ void check(const Strategy& s, const HardwareSpec& hw, const ModelSpec& m, FailWi
              " do not divide one another (each TP rank needs whole KV heads, or replicas)");
   }
   if (p.sp && p.tp == 1) fail("sp_tp", "parallel.sp", "sequence parallel needs tp > 1");
+  if (p.cp > 1 && s.training.cp_comm == CpComm::A2a && a.heads % (static_cast<long long>(p.tp) * p.cp) != 0) {
+    fail("cp_a2a_heads", "training.cp_comm",
+         "cp_comm a2a splits the heads of a TP rank over CP: heads " + str(a.heads) + " are not divisible by tp x cp = " +
+             str(p.tp) + " x " + str(p.cp));
+  }
   if (!s.training.attention_kernel.empty()) {
     std::string names;
     bool found = false;

@@ -19,6 +19,8 @@ constexpr const char* kCpKvRing = "cp_kv_ring";
 constexpr const char* kCpKvGradRing = "cp_kv_grad_ring";
 constexpr const char* kCpKvAllGather = "cp_kv_all_gather";
 constexpr const char* kCpKvGradReduceScatter = "cp_kv_grad_reduce_scatter";
+constexpr const char* kCpQkvAllToAll = "cp_qkv_all_to_all";
+constexpr const char* kCpOutAllToAll = "cp_out_all_to_all";
 
 const char* engine_name(Engine e) { return e == Engine::Dma ? "dma" : "compute"; }
 
@@ -165,6 +167,19 @@ CommBreakdown estimate_comm(const Plan& plan) {
         cp_ops.push_back(from_collective(kCpKvAllGather, "backward", "cp", ag));
         cp_ops.push_back(ring(kCpKvGradRing, "backward", 2 * chunk, p.cp));
         break;
+      case CpComm::A2a: {
+        // Ulysses: Q, K, V to a head split before the attention, the output back after it;
+        // backward moves their gradients the opposite way (each rank's tensors, BF16).
+        const double q = tok.per_device * heads * model::qk_head_dim(m) * 2;
+        const double out = tok.per_device * heads * model::v_head_dim(m) * 2;
+        auto qkv = cost::collective(hw, Collective::AllToAll, q + chunk, g, fixed);
+        auto o = cost::collective(hw, Collective::AllToAll, out, g, fixed);
+        cp_ops.push_back(from_collective(kCpQkvAllToAll, "forward", "cp", qkv));
+        cp_ops.push_back(from_collective(kCpOutAllToAll, "forward", "cp", o));
+        cp_ops.push_back(from_collective(kCpOutAllToAll, "backward", "cp", o));
+        cp_ops.push_back(from_collective(kCpQkvAllToAll, "backward", "cp", qkv));
+        break;
+      }
     }
   }
   // EP: dispatch and combine forward; backward moves the same volumes the other way.
@@ -260,7 +275,7 @@ CpExposed cp_exposed(const Strategy& s, const std::vector<CommOpEstimate>& ops, 
   const int cp = s.parallel.cp;
   if (cp <= 1) return e;
   const double step_f = attn.forward_s / cp, step_b = attn.backward_s / cp;
-  double kv_f = 0, kv_b = 0, grad = 0, other_b = 0;
+  double kv_f = 0, kv_b = 0, grad = 0, other_f = 0, other_b = 0;
   int grad_steps = 1;
   for (const CommOpEstimate& op : ops) {
     if (op.group != "cp") continue;
@@ -271,7 +286,7 @@ CpExposed cp_exposed(const Strategy& s, const std::vector<CommOpEstimate>& ops, 
       grad += op.time_s;
       grad_steps = op.steps;
     } else {
-      other_b += op.time_s;  // TE's gradient reduce-scatter, after the attention
+      (fwd ? other_f : other_b) += op.time_s;  // TE's gradient reduce-scatter; Ulysses' all-to-alls
     }
   }
   switch (s.training.cp_comm) {
@@ -284,6 +299,11 @@ CpExposed cp_exposed(const Strategy& s, const std::vector<CommOpEstimate>& ops, 
     case CpComm::AllGather:
       e.forward_s = kv_f;
       e.backward_s = kv_b + other_b;
+      break;
+    case CpComm::A2a:
+      // before and after the attention, nothing to hide behind
+      e.forward_s = other_f;
+      e.backward_s = other_b;
       break;
     case CpComm::TorchAllGather: {
       const double hop_g = grad / grad_steps;

@@ -219,19 +219,21 @@ void add_attention(const Ctx& c, std::vector<Op>& ops) {
     ops.push_back(values);
   } else {
     // Flash attention, causal: QK^T and PV over the lower triangle. With context parallel a
-    // rank holds seq/cp queries against the whole causal context (load-balanced chunks).
+    // rank holds seq/cp queries against the whole causal context (load-balanced chunks), or
+    // with Ulysses (cp_comm a2a) the whole sequence for heads / cp heads: the same FLOP.
+    const bool ulysses = cp > 1 && c.s.training.cp_comm == CpComm::A2a;
     Op core;
     core.name = "core_attention";
     core.kind = OpKind::Attention;
     core.module = Module::CoreAttn;
     core.flops = b * s * s * (dqk + dv) * heads / cp;
-    core.m = s / cp;   // queries per sequence on this rank
-    core.n = s;        // keys
+    core.m = ulysses ? s : s / cp;  // queries per sequence on this rank
+    core.n = s;                     // keys
     core.k = dqk;
     core.bytes = T * (heads * dqk + kv_heads * dqk + kv_heads * dv + heads * dv) * kAct;
-    core.groups = static_cast<int>(b * heads);
+    core.groups = static_cast<int>(b * (ulysses ? heads / cp : heads));
     ops.push_back(core);
-    if (cp > 1) ops.push_back(cp_merge(c, T * heads * dv, T * kv_heads * (dqk + dv)));
+    if (cp > 1 && !ulysses) ops.push_back(cp_merge(c, T * heads * dv, T * kv_heads * (dqk + dv)));
   }
   ops.push_back(gemm("o_proj", Module::AttnProj, T, h, heads * dv));
 }

@@ -225,7 +225,9 @@ std::string megatron(const Plan& plan) {
     if (s.training.cp_comm == CpComm::TorchAllGather) {
       lost.push_back("cp_comm torch_allgather (torch's experimental ring attention; nearest: --cp-comm-type allgather)");
     } else {
-      arg(std::string("--cp-comm-type ") + (s.training.cp_comm == CpComm::P2p ? "p2p" : "allgather"));
+      arg(std::string("--cp-comm-type ") + (s.training.cp_comm == CpComm::P2p         ? "p2p"
+                                            : s.training.cp_comm == CpComm::AllGather ? "allgather"
+                                                                                      : "a2a"));
     }
   }
   if (moe) {
@@ -552,7 +554,7 @@ std::string torchtitan(const Plan& plan) {
       o.add("context_parallel_rotate_method = \"allgather\"");
     } else {
       o.add("context_parallel_rotate_method = \"alltoall\"");
-      lost.push_back(std::string("cp_comm ") + (s.training.cp_comm == CpComm::P2p ? "p2p" : "allgather") +
+      lost.push_back("cp_comm " + std::string(config::spelling(config::kCpCommNames, s.training.cp_comm)) +
                      " (Transformer Engine's; torch's ring attention passes K/V by all-to-all, the nearest)");
     }
   }

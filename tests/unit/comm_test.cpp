@@ -748,6 +748,26 @@ TEST_SUITE("cost.comm") {
     e = cost::cp_exposed(plan.strategy, ops, attn);
     CHECK(e.forward_s == doctest::Approx(4e-3));
     CHECK(e.backward_s == doctest::Approx(13e-3));
+    // Ulysses: the all-to-alls run before and after the attention, all of them show.
+    plan.strategy.training.cp_comm = CpComm::A2a;
+    std::vector<CommOpEstimate> a2a_ops = {
+        CommOpEstimate{"cp_qkv_all_to_all", "forward", "cp", "direct", 3e-3, 0, 0, 1, {}},
+        CommOpEstimate{"cp_out_all_to_all", "forward", "cp", "direct", 1e-3, 0, 0, 1, {}},
+        CommOpEstimate{"cp_out_all_to_all", "backward", "cp", "direct", 1e-3, 0, 0, 1, {}},
+        CommOpEstimate{"cp_qkv_all_to_all", "backward", "cp", "direct", 3e-3, 0, 0, 1, {}}};
+    e = cost::cp_exposed(plan.strategy, a2a_ops, attn);
+    CHECK(e.forward_s == doctest::Approx(4e-3));
+    CHECK(e.backward_s == doctest::Approx(4e-3));
+    // ... and they move Q + K/V and the output, each rank's (repeat_kv off: 8 kv heads):
+    // Q 8192 x 64 x 128 x 2 B and the chunk; the output 8192 x 64 x 128 x 2 B.
+    plan.strategy.training.repeat_kv = false;
+    std::vector<CommOpEstimate> ulysses = cp_ops(estimate_comm(plan));
+    REQUIRE(ulysses.size() == 4);
+    CHECK(ulysses[0].name == "cp_qkv_all_to_all");
+    CHECK(ulysses[1].name == "cp_out_all_to_all");
+    // an all-to-all over 8 ranks in one node sends 7/8 of the buffer
+    CHECK(bytes(ulysses[0]) == doctest::Approx((8192.0 * 64 * 128 * 2 + chunk) * 7 / 8));
+    CHECK(bytes(ulysses[1]) == doctest::Approx(8192.0 * 64 * 128 * 2 * 7 / 8));
     // TE's all-gather is not overlapped: everything shows.
     plan.strategy.training.cp_comm = CpComm::AllGather;
     ops[2] = CommOpEstimate{"cp_kv_grad_reduce_scatter", "backward", "cp", "ring", 4e-3, 0, 0, 1, {}};
