@@ -544,7 +544,7 @@ struct SearchSpace {
   bool fp8_storage = false;        ///< training.fp8_storage
   bool bf16_grads = false;         ///< training.grad_precision: bf16
   bool repeat_kv = false;          ///< training.repeat_kv
-  CpComm cp_comm = CpComm::P2p;    ///< training.cp_comm
+  Choice<CpComm> cp_comm;          ///< training.cp_comm (p2p when absent; explored where cp > 1)
   Choice<int> global_batch;
   int seq_len = 0;
   Choice<Precision> precision;

@@ -226,7 +226,7 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
       sp.bf16_grads = *v;
     }
     if (auto v = t.boolean("repeat_kv")) sp.repeat_kv = *v;
-    if (auto v = t.enumeration("cp_comm", kCpCommNames)) sp.cp_comm = *v;
+    choice.read(t, "cp_comm", sp.cp_comm, enumeration(kCpCommNames));
     // flash (the hardware's default kernel), unfused, or one of the hardware's flash-attention
     // kernels by name (checked against the hardware by the `attention_kernel` rule).
     if (auto v = t.text("attention")) {
@@ -315,7 +315,7 @@ Strategy read_strategy(const Node& root, Diags& diags) {
   s.training.fp8_storage = sp.fp8_storage;
   s.training.bf16_grads = sp.bf16_grads;
   s.training.repeat_kv = sp.repeat_kv;
-  s.training.cp_comm = sp.cp_comm;
+  s.training.cp_comm = first_or(sp.cp_comm, CpComm::P2p);
   s.moe.dispatch = first_or(sp.dispatch, Dispatch::AllToAll);
   s.moe.routing = first_or(sp.routing, Routing::Uniform);
   s.moe.chunks = first_or(sp.chunks, 1);

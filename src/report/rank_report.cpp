@@ -31,7 +31,10 @@ std::string report::layout_label(const Strategy& s) {
                     " EP" + std::to_string(p.ep);
   if (p.etp > 1) out += " ETP" + std::to_string(p.etp);
   if (p.vpp > 1) out += " VPP" + std::to_string(p.vpp);
-  if (p.cp > 1) out += " CP" + std::to_string(p.cp);
+  if (p.cp > 1) {
+    out += " CP" + std::to_string(p.cp);
+    if (s.training.cp_comm != CpComm::P2p) out += " " + std::string(config::spelling(config::kCpCommNames, s.training.cp_comm));
+  }
   if (p.sp) out += " SP";
   if (s.ep_over_dies) out += " die-EP";
   return out;
@@ -222,14 +225,17 @@ std::string estimate_text(const Plan& plan, const Estimate& e) {
 
 std::string rank_table(const SearchResult& r, std::size_t rows) {
   std::string out;
-  out += pad("#", 4) + pad("nodes", 6, true) + "  " + pad("layout", 33) + pad("mb", 4, true) + "  " +
+  // The layout column fits its longest label (CP schemes make some long).
+  std::size_t lw = 33;
+  for (std::size_t i = 0; i < std::min(rows, r.best.size()); ++i) lw = std::max(lw, layout(r.best[i].strategy).size() + 1);
+  out += pad("#", 4) + pad("nodes", 6, true) + "  " + pad("layout", lw) + pad("mb", 4, true) + "  " +
          pad("recompute", 26) + pad("dispatch", 20) + pad("schedule", 12) + pad("training", 22) +
          pad("step", 10, true) + pad("TGS", 9, true) + pad("MFU", 7, true) + pad("memory", 17, true) +
          "  bottleneck\n";
   for (std::size_t i = 0; i < std::min(rows, r.best.size()); ++i) {
     const Estimate& e = r.best[i];
     const Strategy& s = e.strategy;
-    out += pad(std::to_string(i + 1), 4) + pad(std::to_string(s.nodes), 6, true) + "  " + pad(layout(s), 33) +
+    out += pad(std::to_string(i + 1), 4) + pad(std::to_string(s.nodes), 6, true) + "  " + pad(layout(s), lw) +
            pad(std::to_string(s.training.micro_batch), 4, true) + "  " + pad(recompute_column(s.training.recompute), 26) +
            pad(s.parallel.ep > 1 ? dispatch_name(s) : "-", 20) + pad(schedule_name(s.schedule), 12) +
            pad(training_short(s), 22) + pad(fmt("%.2f s", e.step_time_s), 10, true) +

@@ -438,7 +438,8 @@ auto strategy_tuple(const Strategy& s) {
   const Parallel& p = s.parallel;
   int modules = 0;
   for (int i = 0; i < kRecomputeModuleCount; ++i) modules |= s.training.recompute.modules[static_cast<std::size_t>(i)] << i;
-  return std::make_tuple(s.nodes, p.tp, p.pp, p.dp, p.ep, p.etp, p.vpp, p.cp, p.sp, s.ep_over_dies,
+  return std::make_tuple(s.nodes, p.tp, p.pp, p.dp, p.ep, p.etp, p.vpp, p.cp, static_cast<int>(s.training.cp_comm), p.sp,
+                         s.ep_over_dies,
                          s.training.micro_batch, static_cast<int>(s.training.recompute.mode), modules,
                          s.training.zero, static_cast<int>(s.training.optimizer),
                          s.training.optimizer_offload, s.training.activation_offload, s.training.unfused_attention,
@@ -507,6 +508,7 @@ struct Layout {
   int ep, etp;
   Schedule schedule;
   int vpp;
+  CpComm cp_comm;  ///< how the CP group exchanges (one value when cp = 1)
 };
 
 // A dispatch scheme with its chunk count (chunks > 1 only for the two-stage schemes).
@@ -555,6 +557,7 @@ struct Enumeration {
     s.parallel.ep = l.ep;
     s.parallel.etp = l.etp;
     s.parallel.vpp = l.vpp;
+    s.training.cp_comm = l.cp_comm;
     s.parallel.sp = c.sp;
     s.ep_over_dies = l.dies;
     s.schedule = l.schedule;
@@ -632,6 +635,9 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
   for (int t = 1; t <= dpn; t *= 2) tp_auto.push_back(t);
   const auto tps = pick(sp.tp, tp_auto);
   const auto cps = pick(sp.cp, std::vector<int>{1, 2, 4, 8, 16}, std::vector<int>{1});
+  // cp_comm: the listed schemes (auto: all four) where cp > 1; p2p when absent.
+  const auto cp_comms = pick(sp.cp_comm, std::vector<CpComm>{CpComm::P2p, CpComm::AllGather, CpComm::TorchAllGather, CpComm::A2a},
+                             std::vector<CpComm>{CpComm::P2p});
   const auto etps = pick(sp.etp, moe ? tp_auto : std::vector<int>{1}, std::vector<int>{1});
   // Die-level EP follows the device: a space that asks for it on a one-die device (or a
   // dense model) gets card-level EP instead of no strategy at all.
@@ -692,7 +698,6 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
   base.training.fp8_storage = sp.fp8_storage;
   base.training.bf16_grads = sp.bf16_grads;
   base.training.repeat_kv = sp.repeat_kv;
-  base.training.cp_comm = sp.cp_comm;
   base.overlap = sp.overlap;
   base.collective_algorithm = sp.collective_algorithm;
   base.training.unfused_attention = sp.unfused_attention;
@@ -742,8 +747,10 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
                   if (sched == Schedule::Interleaved) vpp_auto = {2, 3, 4, 6, 8};
                   const auto vpps = sched == Schedule::Interleaved ? pick(sp.vpp, vpp_auto) : std::vector<int>{1};
                   for (int vpp : vpps) {
-                    e.layouts.push_back({n, tp, cp, pp, dp, dies, ep, etp, sched, vpp});
-                    e.candidates += e.count(e.layouts.back());
+                    for (CpComm how : cp > 1 ? cp_comms : std::vector<CpComm>{cp_comms.front()}) {
+                      e.layouts.push_back({n, tp, cp, pp, dp, dies, ep, etp, sched, vpp, how});
+                      e.candidates += e.count(e.layouts.back());
+                    }
                   }
                 }
               }
@@ -889,12 +896,13 @@ std::string search_key(const SearchSpace& sp, const SearchOptions& o) {
   put(k, sp.recompute);
   put(k, sp.optimizer);
   put(k, sp.dispatch);
+  put(k, sp.cp_comm);
   put(k, sp.routing);
   put(k, sp.schedule);
   put(k, sp.attention_kernel);
   put(k, sp.pipeline_layout);
   for (int v : {sp.first_stage_layers, sp.last_stage_layers, sp.eager_loss, sp.seq_len,
-                static_cast<int>(sp.collective_algorithm), static_cast<int>(sp.cp_comm), o.top, static_cast<int>(o.objective), o.resimulate}) {
+                static_cast<int>(sp.collective_algorithm), o.top, static_cast<int>(o.objective), o.resimulate}) {
     raw(k, v);
   }
   for (bool v : {sp.embedding_in_split, sp.loss_in_split, sp.unfused_attention, sp.eager_elementwise, sp.fp8_storage,

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <map>
 
 #include "paraplan/config.hpp"
 #include "paraplan/estimate.hpp"
@@ -480,5 +481,35 @@ TEST_SUITE("search.properties") {
       }
       CHECK(checked > 100);
     }
+  }
+}
+
+TEST_SUITE("search.planner") {
+  TEST_CASE("cp_comm is a search dimension where cp > 1") {
+    // Llama 3 70B on 4 H100 nodes, TP 8, CP 1 or 2: with `cp_comm: auto` every CP 2 layout
+    // comes in the four schemes, CP 1 once; without the key, p2p only.
+    const char* yaml =
+        "hardware: h100-sxm-ib\nmodel: llama3-70b\nnodes: 4\n"
+        "parallel: {tp: 8, cp: [1, 2], pp: [2], sp: true}\n"
+        "training: {micro_batch: 1, global_batch: 64, seq_len: 32768, recompute: full, cp_comm: auto}\n"
+        "schedule: [1f1b]\ntop: 100\n";
+    SpacePlan space = parse_space(yaml, "cp.space.yaml");
+    Planner planner(space.hardware, space.model);
+    SearchOptions o;
+    o.keep_all = true;
+    SearchResult r = planner.search(space.space, o);
+    std::map<int, int> schemes_cp2;
+    int cp1 = 0;
+    for (const Estimate& e : r.all) {
+      if (e.strategy.parallel.cp == 2) ++schemes_cp2[static_cast<int>(e.strategy.training.cp_comm)];
+      if (e.strategy.parallel.cp == 1) ++cp1;
+    }
+    CHECK(schemes_cp2.size() == 4);
+    CHECK(cp1 == 1);
+    space.space.cp_comm = Choice<CpComm>{};
+    SearchResult p2p = planner.search(space.space, o);
+    REQUIRE_FALSE(p2p.all.empty());
+    for (const Estimate& e : p2p.all) CHECK(e.strategy.training.cp_comm == CpComm::P2p);
+    CHECK(p2p.candidates < r.candidates);
   }
 }
