@@ -172,8 +172,9 @@ CommBreakdown estimate_comm(const Plan& plan) {
         // backward moves their gradients the opposite way (each rank's tensors, BF16).
         const double q = tok.per_device * heads * model::qk_head_dim(m) * 2;
         const double out = tok.per_device * heads * model::v_head_dim(m) * 2;
-        auto qkv = cost::collective(hw, Collective::AllToAll, q + chunk, g, fixed);
-        auto o = cost::collective(hw, Collective::AllToAll, out, g, fixed);
+        // (collective_algorithm names algorithms of the reducing collectives, not all-to-all's)
+        auto qkv = cost::collective(hw, Collective::AllToAll, q + chunk, g);
+        auto o = cost::collective(hw, Collective::AllToAll, out, g);
         cp_ops.push_back(from_collective(kCpQkvAllToAll, "forward", "cp", qkv));
         cp_ops.push_back(from_collective(kCpOutAllToAll, "forward", "cp", o));
         cp_ops.push_back(from_collective(kCpOutAllToAll, "backward", "cp", o));

@@ -428,7 +428,7 @@ double cp_work_bytes(const Plan& plan, double T) {
   const ModelSpec& m = plan.model;
   const Strategy& s = plan.strategy;
   const int cp = s.parallel.cp;
-  if (cp <= 1 || s.training.unfused_attention || m.attention.kind == AttentionKind::Mla) return 0.0;
+  if (cp <= 1 || s.training.unfused_attention) return 0.0;
   if (s.training.cp_comm == CpComm::A2a) return 0.0;  // no ring: whole heads after the all-to-all
   const double t = s.parallel.tp;
   const double heads = m.attention.heads / t;
