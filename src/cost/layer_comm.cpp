@@ -123,10 +123,7 @@ CommBreakdown estimate_comm(const Plan& plan) {
   std::vector<CommOpEstimate> cp_ops;
   if (p.cp > 1) {
     const double heads = m.attention.heads / static_cast<double>(p.tp);
-    const double kv_heads = m.attention.kind == AttentionKind::Gqa && !s.training.repeat_kv
-                                ? std::max(1.0, m.attention.kv_heads / static_cast<double>(p.tp))
-                                : heads;
-    const double chunk = tok.per_device * kv_heads * (model::qk_head_dim(m) + model::v_head_dim(m)) * 2;
+    const double chunk = tok.per_device * model::attention_kv_heads(m, s) * (model::qk_head_dim(m) + model::v_head_dim(m)) * 2;
     cost::GroupSpan g = cost::place(hw, p.cp, p.tp, false);
     // A ring step is as slow as its slowest hop: when the group spans several nodes (or any
     // unit), some hop crosses between its two halves.

@@ -424,6 +424,8 @@ double optimizer_bytes_per_param(Optimizer o) {
 // are all-gathered, the current and the next one on TE's ring), the FP32 dQ accumulator, and
 // dK/dV three times over (the running sum, the send and the receive buffer; FP32 in torch,
 // BF16 in Transformer Engine). Sources as model::cp_merge's (op_graph.cpp).
+namespace {
+
 double cp_work_bytes(const Plan& plan, double T) {
   const ModelSpec& m = plan.model;
   const Strategy& s = plan.strategy;
@@ -432,15 +434,15 @@ double cp_work_bytes(const Plan& plan, double T) {
   if (s.training.cp_comm == CpComm::A2a) return 0.0;  // no ring: whole heads after the all-to-all
   const double t = s.parallel.tp;
   const double heads = m.attention.heads / t;
-  const double kvh = m.attention.kind == AttentionKind::Gqa && !s.training.repeat_kv
-                         ? std::max(1.0, m.attention.kv_heads / t)
-                         : heads;
+  const double kvh = model::attention_kv_heads(m, s);
   const double dqk = model::qk_head_dim(m), dv = model::v_head_dim(m);
   const double kv_elems = T * kvh * (dqk + dv);
   const bool gathered = s.training.cp_comm != CpComm::P2p;
   const double grad = s.training.cp_comm == CpComm::TorchAllGather ? kFp32Bytes : kBf16Bytes;
   return (gathered ? cp : 2) * kv_elems * kBf16Bytes + T * heads * dqk * kFp32Bytes + 3 * kv_elems * grad;
 }
+
+}  // namespace
 
 MemoryInputs memory_inputs(const Plan& plan, double expert_load) {
   const ModelSpec& m = plan.model;

@@ -1,5 +1,7 @@
 #include "model/params.hpp"
 
+#include <algorithm>
+
 #include "paraplan/model.hpp"
 
 namespace paraplan::model {
@@ -12,6 +14,13 @@ int qk_head_dim(const ModelSpec& m) {
 int v_head_dim(const ModelSpec& m) {
   const AttentionSpec& a = m.attention;
   return a.kind == AttentionKind::Mla ? a.v_head_dim : a.head_dim;
+}
+
+double attention_kv_heads(const ModelSpec& m, const Strategy& s) {
+  const AttentionSpec& a = m.attention;
+  const double t = s.parallel.tp;
+  if (a.kind == AttentionKind::Gqa && !s.training.repeat_kv) return std::max(1.0, a.kv_heads / t);
+  return a.heads / t;
 }
 
 std::int64_t norm_params(const ModelSpec& m, int width) {

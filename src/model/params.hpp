@@ -12,6 +12,10 @@ namespace paraplan::model {
 int qk_head_dim(const ModelSpec& m);
 /// Per-head value width: head_dim, or v_head_dim for MLA.
 int v_head_dim(const ModelSpec& m);
+/// Key/value heads one TP rank hands its attention kernel (and exchanges under CP): the
+/// query heads / tp, or GQA's kv heads / tp (one replica when tp > kv heads), widened to the
+/// query heads by `training.repeat_kv`.
+double attention_kv_heads(const ModelSpec& m, const Strategy& s);
 /// One norm's parameters: h (RMSNorm) or 2h (LayerNorm: gain and bias).
 std::int64_t norm_params(const ModelSpec& m, int width);
 /// Attention block of one layer: projections (with biases if any) and MLA's inner norms.

@@ -638,6 +638,7 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
   // cp_comm: the listed schemes (auto: all four) where cp > 1; p2p when absent.
   const auto cp_comms = pick(sp.cp_comm, std::vector<CpComm>{CpComm::P2p, CpComm::AllGather, CpComm::TorchAllGather, CpComm::A2a},
                              std::vector<CpComm>{CpComm::P2p});
+  const std::vector<CpComm> cp_comm_one{cp_comms.front()};  // cp = 1: the scheme does not matter
   const auto etps = pick(sp.etp, moe ? tp_auto : std::vector<int>{1}, std::vector<int>{1});
   // Die-level EP follows the device: a space that asks for it on a one-die device (or a
   // dense model) gets card-level EP instead of no strategy at all.
@@ -747,7 +748,7 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
                   if (sched == Schedule::Interleaved) vpp_auto = {2, 3, 4, 6, 8};
                   const auto vpps = sched == Schedule::Interleaved ? pick(sp.vpp, vpp_auto) : std::vector<int>{1};
                   for (int vpp : vpps) {
-                    for (CpComm how : cp > 1 ? cp_comms : std::vector<CpComm>{cp_comms.front()}) {
+                    for (CpComm how : cp > 1 ? cp_comms : cp_comm_one) {
                       e.layouts.push_back({n, tp, cp, pp, dp, dies, ep, etp, sched, vpp, how});
                       e.candidates += e.count(e.layouts.back());
                     }
