@@ -96,9 +96,13 @@ struct DeviceSpec {
   double kernel_overhead_s = 0;           ///< fixed cost per launched kernel (launch + tail)
   double host_sync_s = 0;                 ///< one host synchronisation (MoE token counts to the host)
   /// Host time to issue one kernel from an eager framework (Python, dispatcher, launch); a
-  /// layer pass that starts from a host synchronisation takes at least its kernels x this.
+  /// layer pass that starts from a host synchronisation takes at least its launches x this.
   /// 0 = the host is never the bound.
   double host_issue_s = 0;
+  /// Kernels the training framework launches per kernel the op graph counts (small casts,
+  /// copies, fills and index kernels the graph folds into its ops, and the communication
+  /// kernels): the launches that kernel_overhead and host_issue are paid for. 1 = the graph's.
+  double launches_per_kernel = 1;
   int comm_units = 0;                     ///< compute units a communication kernel occupies (NCCL, DeepEP)
   double memory_reserve_bytes = 0;        ///< runtime and fragmentation, unavailable to the model
 

@@ -205,6 +205,7 @@ DeviceSpec read_device(MapReader& root, Diags& diags) {
   }
   if (auto v = r.quantity("host_sync", Quantity::Time, Need::Optional, true)) d.host_sync_s = *v;
   if (auto v = r.quantity("host_issue", Quantity::Time, Need::Optional, true)) d.host_issue_s = *v;
+  if (auto v = r.number("launches_per_kernel", 0.01, 100.0)) d.launches_per_kernel = *v;
   if (auto v = r.count("comm_units", Need::Optional, 0, 1 << 20)) d.comm_units = *v;
   if (auto v = r.quantity("memory_reserve", Quantity::Size, Need::Optional, true)) {
     d.memory_reserve_bytes = *v;

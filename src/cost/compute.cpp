@@ -48,7 +48,7 @@ ComputeModel make_compute_model(const HardwareSpec& hw, Precision precision,
   cm.mem_bw = d.memory_bw_bytes_per_s;
   for (int c = 0; c < kMemClassCount; ++c) cm.mem_fraction[static_cast<std::size_t>(c)] = d.memory_fraction(static_cast<MemClass>(c));
   cm.gemm_mem_fraction = d.memory_bound_efficiency;
-  cm.overhead_s = d.kernel_overhead_s;
+  cm.overhead_s = d.kernel_overhead_s * d.launches_per_kernel;  // per launch, launches per graph kernel
   cm.host_sync_s = d.host_sync_s;
   cm.units = d.compute_units;
   cm.dies = std::max(1, d.dies);
@@ -247,27 +247,41 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
     }
     // A forward that waits at a host synchronisation (dropless MoE token counts) issues the
     // kernels after it from an empty queue, and the next layer's before its own wait: the
-    // layer takes at least its kernels times the host's issue time (device.host_issue).
-    if (const double issue = plan.hardware.device.host_issue_s; issue > 0) {
+    // layer takes at least its launches times the host's issue time (device.host_issue; the
+    // graph's kernels x device.launches_per_kernel). Its
+    // backward starts from the queue the last forward wait drained and has no wait of its own
+    // in which the host could get ahead, so it too takes at least its kernels (recomputed
+    // forward, input and weight gradients) times the issue time: the host is the bottleneck
+    // of a pass whose kernels are shorter than the host's time to issue them (the DeepSeek
+    // trace's 32 us per kernel is the two host threads', forward and backward, over all 963
+    // kernels they launch).
+    if (const double issue = plan.hardware.device.host_issue_s * plan.hardware.device.launches_per_kernel;
+        issue > 0) {
       bool waits = false;
-      int kernels = 0;
+      int kernels_f = 0, kernels_b = 0;
       for (const OpEstimate& o : le.ops) {
-        if (o.phase != "forward") continue;
-        waits = waits || o.kind == "host_sync";
-        kernels += o.kernels;
+        if (o.phase == "forward") {
+          waits = waits || o.kind == "host_sync";
+          kernels_f += o.kernels;
+        } else {
+          kernels_b += o.kernels;
+        }
       }
-      const double host = kernels * issue;
-      if (waits && host > le.forward_s) {
+      auto bound = [&](const char* phase, int kernels, double& pass_s) {
+        const double host = kernels * issue;
+        if (!waits || host <= pass_s) return;
         OpEstimate h;
         h.name = "host_issue";
-        h.phase = "forward";
+        h.phase = phase;
         h.kind = "host_sync";
         h.kernels = 0;
-        h.time_s = host - le.forward_s;
+        h.time_s = host - pass_s;
         h.bound = "host";
         le.ops.push_back(h);
-        le.forward_s = host;
-      }
+        pass_s = host;
+      };
+      bound("forward", kernels_f, le.forward_s);
+      bound("input_grad", kernels_b, le.backward_s);
     }
     out.layers.push_back(std::move(le));
   }

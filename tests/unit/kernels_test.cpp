@@ -160,9 +160,11 @@ TEST_SUITE("cost.kernels") {
       g.kernels = 1;
       g.low_precision = true;  // a linear layer: in the strategy's precision, BF16 or FP8
       g.phase = model::Phase::Forward;
-      const double fwd = cost::op_time(cm, g).time_s - 4.5e-6;
+      // less the launch overhead: 4.5 us per launch, 1.87 launches per graph kernel (h800-ib)
+      const double launch = 4.5e-6 * 1.87;
+      const double fwd = cost::op_time(cm, g).time_s - launch;
       g.phase = model::Phase::WeightGrad;
-      const double wgrad = cost::op_time(cm, g).time_s - 4.5e-6;
+      const double wgrad = cost::op_time(cm, g).time_s - launch;
       CHECK(wgrad / fwd == doctest::Approx(p == Precision::Fp8 ? 1 / 0.50 : 1 / 0.952).epsilon(1e-6));
     }
     // A key the map does not know is an error at its place.
@@ -231,18 +233,24 @@ TEST_SUITE("cost.sustained") {
 }
 
 TEST_SUITE("cost.host_issue") {
-  TEST_CASE("a MoE forward that waits at a host sync takes at least its kernels x the issue time") {
-    // deepseek-v3-h800 (a host sync per MoE forward) with a host that needs 1 ms per kernel:
-    // the forward is then exactly (forward kernels) x 1 ms, the difference shown as one op.
+  TEST_CASE("a MoE layer that waits at a host sync takes at least its kernels x the issue time, forward and backward") {
+    // deepseek-v3-h800 (a host sync per MoE forward) with a host that needs 1 ms per kernel
+    // it launches, one launch per graph kernel: the forward is then exactly (forward kernels)
+    // x 1 ms, the difference shown as one op.
     Plan p = load_plan("deepseek-v3-h800");
     p.hardware.device.host_issue_s = 1e-3;
+    p.hardware.device.launches_per_kernel = 1;
     const ComputeBreakdown b = estimate_compute(p);
     bool seen_moe = false;
     for (const LayerEstimate& l : b.layers) {
-      int kernels = 0;
-      bool waits = false, shown = false;
+      int kernels = 0, kernels_b = 0;
+      bool waits = false, shown = false, shown_b = false;
       for (const OpEstimate& o : l.ops) {
-        if (o.phase != "forward") continue;
+        if (o.phase != "forward") {
+          kernels_b += o.kernels;
+          shown_b = shown_b || o.name == "host_issue";
+          continue;
+        }
         kernels += o.kernels;
         waits = waits || (o.kind == "host_sync" && o.name != "host_issue");
         shown = shown || o.name == "host_issue";
@@ -254,12 +262,27 @@ TEST_SUITE("cost.host_issue") {
       if (waits) {  // the MoE layer, and the MTP module's MoE block
         CHECK(shown);
         CHECK(l.forward_s == doctest::Approx(kernels * 1e-3));
+        // Its backward (recompute, input and weight gradients) follows the drained queue
+        // with no wait of its own: at least its kernels x 1 ms as well.
+        CHECK(shown_b);
+        CHECK(kernels_b > kernels);  // dgrad and wgrad per GEMM: more than the forward's
+        CHECK(l.backward_s == doctest::Approx(kernels_b * 1e-3));
       } else {
         CHECK_FALSE(shown);  // no host sync: the host runs ahead
+        CHECK_FALSE(shown_b);
       }
     }
     CHECK(seen_moe);
-    // The preset's 32 us per kernel does not bind DeepSeek's large MoE kernels.
+    // Two launches per graph kernel: twice the host time.
+    p.hardware.device.launches_per_kernel = 2;
+    for (const LayerEstimate& l : estimate_compute(p).layers) {
+      if (l.kind != "moe") continue;
+      int kernels = 0;
+      for (const OpEstimate& o : l.ops) kernels += o.phase == "forward" ? o.kernels : 0;
+      CHECK(l.forward_s == doctest::Approx(2 * kernels * 1e-3));
+    }
+    // The preset's 32 us per launch (x 1.87 launches per graph kernel) does not bind
+    // DeepSeek's large MoE kernels.
     const ComputeBreakdown real = estimate_compute(load_plan("deepseek-v3-h800"));
     for (const LayerEstimate& l : real.layers) {
       for (const OpEstimate& o : l.ops) CHECK(o.name != "host_issue");

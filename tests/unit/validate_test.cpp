@@ -3,9 +3,12 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <string>
+#include <vector>
 
 #include "paraplan/errors.hpp"
 #include "paraplan/planner.hpp"
@@ -39,6 +42,25 @@ TEST_SUITE("validate") {
       const double step = planner.evaluate(c.plan.strategy).step_time_s;
       CHECK(r.predicted == doctest::Approx(F / step / 1536 / 1e12));
     }
+  }
+
+  TEST_CASE("the five Qwen3-235B mappings of the Megatron MoE model zoo come out in their measured order") {
+    // yanring/Megatron-MoE-ModelZoo best_practice/Qwen3/readme.md @ c1ad0b5c8, 256 H100:
+    // EP32 with the 1F1B all-to-all overlap 17.6 s and EP8 FSDP 17.6 s (a tie), EP32 19.7 s,
+    // A2A EP8 PP32 24.2 s, TP4 EP8 PP8 29.0 s per step.
+    const char* order[] = {"zoo-qwen3-235b-deepep-ep32-pp8-a2a-overlap", "zoo-qwen3-235b-deepep-ep8-fsdp",
+                           "zoo-qwen3-235b-deepep-ep32-pp8", "zoo-qwen3-235b-a2a-ep8-pp32",
+                           "zoo-qwen3-235b-deepep-tp4-ep8-pp8"};
+    std::vector<double> step;
+    for (const char* name : order) {
+      const auto cases = load_cases((fs::path(PARAPLAN_SOURCE_DIR) / "validation" / (std::string(name) + ".yaml")).string());
+      REQUIRE(cases.size() == 1);
+      step.push_back(run_case(cases.front()).predicted);
+    }
+    // The tied pair in either order; every other step longer than the one before.
+    CHECK(std::max(step[0], step[1]) < step[2]);
+    CHECK(step[2] < step[3]);
+    CHECK(step[3] < step[4]);
   }
 
   TEST_CASE("a broken case file is reported at its line") {
