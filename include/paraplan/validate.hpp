@@ -61,6 +61,9 @@ struct CaseResult {
   std::string name, category, metric;
   double measured = 0, predicted = 0;
   double error_pct = 0;     ///< (predicted - measured) / measured x 100
+  /// error_pct signed so that + is the model promising more than measured: a shorter time,
+  /// more throughput or bandwidth, less memory (time and memory metrics: -error_pct)
+  double optimism_pct = 0;
   double bound_pct = 0;
   bool within = true;
   bool calibration = false;
@@ -72,7 +75,7 @@ struct ValidationSummary {
   std::string category;     ///< "all", "dense", "moe", "micro"
   int cases = 0;
   double mape = 0;          ///< mean |error| in percent
-  double bias = 0;          ///< mean signed error in percent
+  double bias = 0;          ///< mean optimism_pct: + = faster / more throughput / less memory than measured
   double worst = 0;         ///< largest |error|
   std::string worst_case;
 };

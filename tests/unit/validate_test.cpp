@@ -63,6 +63,31 @@ TEST_SUITE("validate") {
     CHECK(step[3] < step[4]);
   }
 
+  TEST_CASE("the bias counts a too-short time and a too-high throughput the same way") {
+    // Two cases whose measurements are set from their own predictions: a step time measured
+    // 1.25 x the prediction (error 1 / 1.25 - 1 = -20%: the model is 20% too fast) and a TGS
+    // measured at the prediction / 1.25 (error +25%: too fast as well). The bias is the
+    // mean of +20 and +25 = +22.5%; signed errors would have cancelled to +2.5%.
+    auto one = [](const char* name) {
+      return load_cases((fs::path(PARAPLAN_SOURCE_DIR) / "validation" / (std::string(name) + ".yaml")).string()).front();
+    };
+    ValidationCase time = one("zoo-qwen3-235b-deepep-ep32-pp8");
+    ValidationCase tgs = one("bridge2509-llama3-8b");
+    REQUIRE(time.metric == Metric::StepTime);
+    REQUIRE(tgs.metric == Metric::Tgs);
+    time.measured = run_case(time).predicted * 1.25;
+    tgs.measured = run_case(tgs).predicted / 1.25;
+    time.calibration = tgs.calibration = false;
+    const ValidationReport rep = validate({time, tgs});
+    CHECK(rep.results[0].error_pct == doctest::Approx(-20.0));
+    CHECK(rep.results[0].optimism_pct == doctest::Approx(20.0));
+    CHECK(rep.results[1].optimism_pct == doctest::Approx(25.0));
+    REQUIRE_FALSE(rep.summaries.empty());
+    CHECK(rep.summaries.front().category == "all");
+    CHECK(rep.summaries.front().bias == doctest::Approx(22.5));
+    CHECK(rep.summaries.front().mape == doctest::Approx(22.5));
+  }
+
   TEST_CASE("a broken case file is reported at its line") {
     const fs::path dir = fs::temp_directory_path() / "paraplan-bad-cases";
     fs::create_directories(dir);
