@@ -222,6 +222,9 @@ struct Profile {
   std::string file;
   bool trace = false;
   std::vector<ProfileRow> rows;  ///< CSV rows; for a trace, one row per distinct kernel name
+  int launches = 0;              ///< trace: GPU kernels (every one, mapped or not)
+  double host_busy_s = 0;        ///< trace: the host threads' busy time (union of each thread's cpu_op spans)
+  int host_threads = 0;          ///< trace: threads with cpu_op events
 };
 
 /// Reads a profile; the format follows the content (`{` or `[` first: a trace). Bad rows
@@ -291,6 +294,24 @@ struct ProfileFit {
                                                            const Plan& plan, const std::string& layer = "moe",
                                                            double forward_passes = 0, double backward_passes = 0);
 
+/// What a trace says about kernel launches against the op graph: the kernels the framework
+/// launched for the layer passes it holds over the kernels the graph counts for them
+/// (device.launches_per_kernel), and the host's busy time per launch (device.host_issue).
+struct LaunchEstimate {
+  int launches = 0;
+  double graph_kernels = 0;         ///< the layer's graph kernels x the passes (forward, backward)
+  double launches_per_kernel = 0;   ///< 0 = no trace
+  double host_busy_s = 0;
+  int host_threads = 0;
+  double host_issue_s = 0;          ///< 0 = the trace has no cpu_op events
+};
+
+/// Launches and host time of a trace against `plan`'s `layer` (moe | dense) run
+/// `forward_passes` and `backward_passes` times (ProfileFit's counts). A CSV gives nothing.
+[[nodiscard]] PARAPLAN_EXPORT LaunchEstimate estimate_launches(const Profile& profile, const Plan& plan,
+                                                               const std::string& layer, double forward_passes,
+                                                               double backward_passes);
+
 /// The fit in words: each row measured vs model before and after, the layer, the
 /// multipliers, the rows and model ops left out.
 [[nodiscard]] PARAPLAN_EXPORT std::string profile_fit_text(const Profile& profile, const ProfileMap& map,
@@ -299,9 +320,17 @@ struct ProfileFit {
 
 /// The overlay (`extends: base`) carrying a profile fit's `calibration:` section, with the
 /// command, the profile and the fit quality in comments.
+/// `launches`, where given, are written too (device.launches_per_kernel, device.host_issue):
+/// the fit was made with them.
 [[nodiscard]] PARAPLAN_EXPORT std::string profile_overlay_yaml(const ProfileFit& fit, const std::string& base,
                                                                const std::string& name, const std::string& command,
-                                                               const std::string& date);
+                                                               const std::string& date,
+                                                               const LaunchEstimate* launches = nullptr);
+
+/// The launch estimate in words, against the hardware's figures.
+[[nodiscard]] PARAPLAN_EXPORT std::string launch_estimate_text(const LaunchEstimate& l, const Plan& plan,
+                                                               double forward_passes, double backward_passes,
+                                                               bool adopted);
 
 /// `paraplan calibrate runs`: global knobs (time multipliers, at most one per mechanism:
 /// gemm, fp8_gemm, attention, memory, communication,

@@ -130,8 +130,12 @@ Profile read_trace_profile(const std::string& path, const std::string& text) {
   const std::vector<calibrate::TraceEvent> events = calibrate::read_trace_events(text, err);
   if (!err.message.empty()) fail(path, err.line, err.col, err.message);
   std::map<std::string, std::size_t> at;
+  // The host threads' busy time: each thread's cpu_op spans merged (nested ops count once).
+  std::map<std::string, std::vector<std::pair<double, double>>> host;
   for (const calibrate::TraceEvent& e : events) {
+    if (e.cat == "cpu_op" && e.ph == "X" && e.dur_us > 0) host[e.pid + "/" + e.tid].push_back({e.ts_us, e.ts_us + e.dur_us});
     if (e.cat != "kernel" || e.ph != "X") continue;
+    ++p.launches;
     if (e.dur_us < 0) fail(path, e.line, 1, "kernel `" + e.name + "` has a negative duration");
     auto [it, fresh] = at.emplace(e.name, p.rows.size());
     if (fresh) p.rows.push_back(ProfileRow{e.name, "any", 0, e.line, 0});
@@ -140,6 +144,19 @@ Profile read_trace_profile(const std::string& path, const std::string& text) {
     ++r.count;
   }
   if (p.rows.empty()) fail(path, 1, 1, "no GPU kernels in the trace (events with \"cat\": \"kernel\", \"ph\": \"X\")");
+  for (auto& [thread, spans] : host) {
+    std::sort(spans.begin(), spans.end());
+    double start = spans.front().first, end = spans.front().second;
+    for (const auto& [a, b] : spans) {
+      if (a > end) {
+        p.host_busy_s += (end - start) * 1e-6;
+        start = a;
+      }
+      end = std::max(end, b);
+    }
+    p.host_busy_s += (end - start) * 1e-6;
+    ++p.host_threads;
+  }
   return p;
 }
 
@@ -355,6 +372,25 @@ ProfileMap load_profile_map(const std::string& ref) {
   r.finish();
   diags.throw_if_any();
   return map;
+}
+
+LaunchEstimate estimate_launches(const Profile& profile, const Plan& plan, const std::string& layer,
+                                 double forward_passes, double backward_passes) {
+  LaunchEstimate l;
+  if (!profile.trace) return l;
+  l.launches = profile.launches;
+  // The graph's kernels per pass: forward; recomputed forward, input and weight gradients.
+  double forward = 0, backward = 0;
+  for (const LayerEstimate& le : estimate_compute(plan).layers) {
+    if (le.kind != layer) continue;
+    for (const OpEstimate& op : le.ops) (op.phase == "forward" ? forward : backward) += op.kernels;
+  }
+  l.graph_kernels = forward * forward_passes + backward * backward_passes;
+  if (l.graph_kernels > 0) l.launches_per_kernel = l.launches / l.graph_kernels;
+  l.host_busy_s = profile.host_busy_s;
+  l.host_threads = profile.host_threads;
+  if (l.launches > 0 && l.host_busy_s > 0) l.host_issue_s = l.host_busy_s / l.launches;
+  return l;
 }
 
 ProfileFit calibrate_profile(const Profile& profile, const ProfileMap& map, const Plan& plan, const std::string& layer,

@@ -64,8 +64,31 @@ std::string profile_fit_text(const Profile& profile, const ProfileMap& map, cons
   return out.str();
 }
 
+std::string launch_estimate_text(const LaunchEstimate& l, const Plan& plan, double forward_passes,
+                                 double backward_passes, bool adopted) {
+  using util::fmt;
+  std::ostringstream out;
+  if (l.launches_per_kernel <= 0) return out.str();
+  const DeviceSpec& d = plan.hardware.device;
+  out << "\nkernel launches: " << l.launches << " GPU kernels in the trace for the "
+      << fmt("%.0f", l.graph_kernels) << " the op graph counts in its " << fmt("%g", forward_passes) << " forward and "
+      << fmt("%g", backward_passes) << " backward passes: " << fmt("%.3g", l.launches_per_kernel)
+      << " launches per graph kernel (device.launches_per_kernel; " << plan.hardware.name << ": "
+      << fmt("%g", d.launches_per_kernel) << ")\n";
+  if (l.host_issue_s > 0) {
+    out << "host: " << units::format_time(l.host_busy_s) << " busy on " << l.host_threads
+        << " thread(s) (their cpu_op spans merged), " << units::format_time(l.host_issue_s)
+        << " per launch (device.host_issue; " << plan.hardware.name << ": " << units::format_time(d.host_issue_s) << ")\n";
+  } else {
+    out << "host: no cpu_op events in the trace, device.host_issue not measured\n";
+  }
+  out << (adopted ? "the fit above was made with these (--launches), and the file below carries them\n"
+                  : "(--launches fits with them and writes them into the file)\n");
+  return out.str();
+}
+
 std::string profile_overlay_yaml(const ProfileFit& fit, const std::string& base, const std::string& name,
-                                 const std::string& command, const std::string& date) {
+                                 const std::string& command, const std::string& date, const LaunchEstimate* launches) {
   std::ostringstream y;
   y << "# Written by `paraplan calibrate profile` on " << date << ":\n#   " << command << "\n";
   y << "# " << fit.rows.size() << " profile rows; mean |error| per row " << util::fmt("%.1f", 100 * fit.mean_error_before)
@@ -75,6 +98,14 @@ std::string profile_overlay_yaml(const ProfileFit& fit, const std::string& base,
   y << "extends: " << base << "\nname: " << name << "\n";
   y << "description: " << base << " calibrated to a measured profile (" << date << ")\n";
   y << "sources:\n  - \"" << command << " (" << date << ")\"\n";
+  if (launches != nullptr && launches->launches_per_kernel > 0) {
+    y << "device:\n  # " << launches->launches << " kernels in the trace for " << util::fmt("%.0f", launches->graph_kernels)
+      << " graph kernels\n  launches_per_kernel: " << util::fmt("%.4g", launches->launches_per_kernel) << "\n";
+    if (launches->host_issue_s > 0) {
+      y << "  # " << util::fmt("%.4g", launches->host_busy_s * 1e3) << " ms of host threads' cpu_op spans over "
+        << launches->launches << " launches\n  host_issue: " << util::fmt("%.4g", launches->host_issue_s * 1e6) << " us\n";
+    }
+  }
   y << "calibration:\n  source: \"" << command << " (" << date << ")\"\n  compute:\n";
   for (int c = 0; c < kOpClassCount; ++c) {
     const auto& v = fit.calibration.compute[static_cast<std::size_t>(c)];

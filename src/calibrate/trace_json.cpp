@@ -155,6 +155,10 @@ class Reader {
         e.ts_us = number();
       } else if (key == "dur" && peek() != '"') {
         e.dur_us = number();
+      } else if (key == "pid" || key == "tid") {
+        // Numbers or strings (Chrome traces write either); only equality matters.
+        std::string id = peek() == '"' ? string() : std::to_string(static_cast<long long>(number()));
+        (key == "pid" ? e.pid : e.tid) = std::move(id);
       } else {
         skip();
       }

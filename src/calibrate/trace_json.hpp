@@ -12,6 +12,7 @@ namespace paraplan::calibrate {
 /// One trace event.
 struct TraceEvent {
   std::string name, cat, ph;
+  std::string pid, tid;  ///< as the trace writes them (numbers or strings); only equality matters
   double ts_us = 0, dur_us = 0;
   int line = 0;  ///< where the event object starts
 };

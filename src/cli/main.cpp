@@ -629,6 +629,7 @@ struct CalibrateArgs {
   int units = 0;       ///< calibrate gemm --model: compute units of the GPU the sweep ran on
   std::string strategy, map, layer = "moe";  ///< calibrate profile
   std::vector<double> passes;                ///< calibrate profile --passes F,B
+  bool launches = false;                     ///< calibrate profile --launches
   double mamf_tflops = 0;                    ///< calibrate mamf
   std::vector<std::string> knobs;            ///< calibrate runs
   std::vector<int> range = {256, 20480, 256};  ///< calibrate mamf --range LO,HI,STEP
@@ -902,15 +903,41 @@ int cmd_calibrate_profile(const CalibrateArgs& a) {
   const std::string map_ref = !a.map.empty() ? a.map : profile.trace ? "nvidia-kernels" : "br166-seed-profile";
   const paraplan::ProfileMap map = paraplan::load_profile_map(map_ref);
   const double fp = a.passes.size() >= 1 ? a.passes[0] : 0, bp = a.passes.size() >= 2 ? a.passes[1] : 0;
-  const paraplan::ProfileFit fit = paraplan::calibrate_profile(profile, map, plan, a.layer, fp, bp);
+  paraplan::ProfileFit fit = paraplan::calibrate_profile(profile, map, plan, a.layer, fp, bp);
+  // A trace's launches against the graph's kernels for the passes it holds; --launches fits
+  // with them (they change every op's launch time) and writes them.
+  const paraplan::LaunchEstimate launches =
+      paraplan::estimate_launches(profile, plan, a.layer, fit.forward_passes, fit.backward_passes);
+  const bool adopt = a.launches && launches.launches_per_kernel > 0;
+  if (a.launches && !adopt) {
+    std::cerr << "error: --launches needs a trace (GPU kernels of whole layer passes); " << a.files.front()
+              << " is a per-op table\n";
+    return kExitBadInput;
+  }
+  // Against the hardware's own figures, before --launches replaces them.
+  const std::string launch_text =
+      paraplan::launch_estimate_text(launches, plan, fit.forward_passes, fit.backward_passes, adopt);
+  if (adopt) {
+    if (launches.launches_per_kernel < 0.01 || launches.launches_per_kernel > 100) {
+      std::cerr << "error: " << a.files.front() << ": " << launches.launches << " kernels for "
+                << launches.graph_kernels << " graph kernels is not a whole layer's launches; --launches needs a "
+                   "trace of whole layer passes\n";
+      return kExitBadInput;
+    }
+    plan.hardware.device.launches_per_kernel = launches.launches_per_kernel;
+    if (launches.host_issue_s > 0) plan.hardware.device.host_issue_s = launches.host_issue_s;
+    fit = paraplan::calibrate_profile(profile, map, plan, a.layer, fp, bp);
+  }
 
   std::cout << paraplan::profile_fit_text(profile, map, fit, plan, a.layer, !a.passes.empty());
+  std::cout << launch_text;
   std::string cmd = "paraplan calibrate profile " + a.files.front() + " -s " + a.strategy;
   if (!a.hardware.empty()) cmd += " -H " + a.hardware;
   if (!a.map.empty()) cmd += " --map " + a.map;
   if (a.layer != "moe") cmd += " --layer " + a.layer;
+  if (adopt) cmd += " --launches";
   const std::string name = !a.name.empty() ? a.name : a.into.empty() ? base + "-calibrated" : stem(a.into);
-  const std::string yaml = paraplan::profile_overlay_yaml(fit, base, name, cmd, today());
+  const std::string yaml = paraplan::profile_overlay_yaml(fit, base, name, cmd, today(), adopt ? &launches : nullptr);
   if (!overlay_loads(yaml, a.into)) return kExitBadInput;
   if (a.into.empty()) {
     std::cout << "\n" << yaml;
@@ -1191,6 +1218,9 @@ int run(int argc, char** argv) {
   cal_profile->add_option("--passes", cal.passes, "Trace: layer passes it holds, FORWARD,BACKWARD (default: counted)")
       ->delimiter(',')
       ->expected(2);
+  cal_profile->add_flag("--launches", cal.launches,
+                        "Trace: take device.launches_per_kernel (its kernels over the graph's for its passes) and\n"
+                        "device.host_issue (its host threads' busy time per kernel) from it, fit with them, write them");
   output_options(cal_profile, "Write a hardware file that extends it with the fitted multipliers");
   for (CLI::App* sub : {cal_coll, cal_gemm, cal_deepep, cal_attention, cal_memory, cal_launch}) {
     sub->add_option("-H,--hardware", cal.hardware, "Hardware the measurements belong to (name or file)")->required();

@@ -292,6 +292,50 @@ TEST_SUITE("calibrate.profile") {
     CHECK(fit.unmatched_rows[0].name == "mystery_kernel");
   }
 
+  TEST_CASE("a trace's launches over the graph's kernels, and its host threads' busy time per launch") {
+    // One forward and one backward pass (one attention kernel each) of deepseek-v3-h800's MoE
+    // layer, whose graph counts F forward and B backward kernels: the trace launches
+    // 2 (F + B) kernels in all, so 2 launches per graph kernel. Host: thread 1/7 is busy
+    // over [0, 100] (with [10, 20] nested inside) and [150, 250] us, 200 us merged; thread
+    // "1"/"w" (string ids) over [0, 50], 50 us: 250 us over 2 (F + B) launches.
+    const Plan plan = load_plan("deepseek-v3-h800");
+    int F = 0, B = 0;
+    for (const LayerEstimate& l : estimate_compute(plan).layers) {
+      if (l.kind != "moe") continue;
+      for (const OpEstimate& op : l.ops) (op.phase == "forward" ? F : B) += op.kernels;
+    }
+    REQUIRE(F > 0);
+    REQUIRE(B > 0);
+    std::string events =
+        R"({"name": "flash_fwd_kernel", "cat": "kernel", "ph": "X", "ts": 0, "dur": 10, "pid": 0, "tid": 7},
+      {"name": "flash_bwd_kernel", "cat": "kernel", "ph": "X", "ts": 10, "dur": 10, "pid": 0, "tid": 7},
+      {"name": "aten::mm", "cat": "cpu_op", "ph": "X", "ts": 0, "dur": 100, "pid": 1, "tid": 7},
+      {"name": "aten::copy_", "cat": "cpu_op", "ph": "X", "ts": 10, "dur": 10, "pid": 1, "tid": 7},
+      {"name": "aten::add", "cat": "cpu_op", "ph": "X", "ts": 150, "dur": 100, "pid": 1, "tid": 7},
+      {"name": "aten::mul", "cat": "cpu_op", "ph": "X", "ts": 0, "dur": 50, "pid": "1", "tid": "w"})";
+    for (int i = 2; i < 2 * (F + B); ++i) {
+      events += R"(,
+      {"name": "elementwise_kernel", "cat": "kernel", "ph": "X", "ts": 20, "dur": 1, "pid": 0, "tid": 7})";
+    }
+    const Profile p = read_profile(write_temp("pp_launches.json", "{\"traceEvents\": [" + events + "]}"));
+    CHECK(p.launches == 2 * (F + B));
+    CHECK(p.host_threads == 2);
+    CHECK(p.host_busy_s == doctest::Approx(250e-6));
+    const ProfileFit fit = calibrate_profile(p, load_profile_map("nvidia-kernels"), plan, "moe");
+    REQUIRE(fit.forward_passes == 1);
+    REQUIRE(fit.backward_passes == 1);
+    const LaunchEstimate l = estimate_launches(p, plan, "moe", fit.forward_passes, fit.backward_passes);
+    CHECK(l.graph_kernels == F + B);
+    CHECK(l.launches_per_kernel == doctest::Approx(2.0));
+    CHECK(l.host_issue_s == doctest::Approx(250e-6 / (2 * (F + B))));
+    // The overlay carries them when they were fitted with.
+    const std::string y = profile_overlay_yaml(fit, "h800-ib", "x", "cmd", "today", &l);
+    CHECK(y.find("launches_per_kernel: 2\n") != std::string::npos);
+    // A per-op table says nothing about launches.
+    const Profile csv = read_profile((fs::path(PARAPLAN_SOURCE_DIR) / "calibration/profiles/br166-ep16-profile.csv").string());
+    CHECK(estimate_launches(csv, plan, "moe", 1, 1).launches_per_kernel == 0);
+  }
+
   TEST_CASE("each model op counts in one row: weight-gradient GEMMs in their own entry, not again as GEMMs") {
     // One layer pass each way: attention forward and backward, a dense GEMM, an expert GEMM
     // and a weight-gradient kernel (DeepSeek's name). The map sends the weight-gradient kernel
