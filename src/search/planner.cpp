@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cmath>
+#include <cstring>
 #include <optional>
 #include <deque>
 #include <limits>
@@ -42,19 +43,59 @@ struct CommKey {
     return op == o.op && size == o.size && stride == o.stride && dies == o.dies && bytes == o.bytes;
   }
 };
-struct CommKeyHash {
-  std::size_t operator()(const CommKey& k) const noexcept {
-    std::size_t h = 1469598103934665603ull;
-    auto mix = [&](std::size_t v) { h = (h ^ v) * 1099511628211ull; };
-    mix(static_cast<std::size_t>(k.op));
-    mix(static_cast<std::size_t>(k.size));
-    mix(static_cast<std::size_t>(k.stride));
-    mix(k.dies ? 1u : 0u);
-    mix(std::hash<double>{}(k.bytes));
-    return h;
+// Collective times already computed, keyed by what they depend on. A search asks a handful
+// of distinct keys many thousand times per thread: open addressing over a power-of-two
+// table (no node per entry), the key's fields mixed as integers (the bytes by their bits).
+class CommMemo {
+ public:
+  [[nodiscard]] const double* find(const CommKey& k) const {
+    for (std::size_t i = hash(k) & mask();; i = (i + 1) & mask()) {
+      const Slot& s = slots_[i];
+      if (!s.used) return nullptr;
+      if (s.key == k) return &s.value;
+    }
   }
+  void put(const CommKey& k, double v) {
+    if (2 * (size_ + 1) > slots_.size()) grow();
+    insert(k, v);
+  }
+
+ private:
+  struct Slot {
+    CommKey key;
+    double value = 0;
+    bool used = false;
+  };
+  static std::size_t hash(const CommKey& k) {
+    std::uint64_t h = 1469598103934665603ull;
+    auto mix = [&](std::uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+    mix(static_cast<std::uint64_t>(k.op));
+    mix(static_cast<std::uint64_t>(k.size));
+    mix(static_cast<std::uint64_t>(k.stride));
+    mix(k.dies ? 1u : 0u);
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &k.bytes, sizeof bits);
+    mix(bits);
+    return static_cast<std::size_t>(h ^ (h >> 29));
+  }
+  [[nodiscard]] std::size_t mask() const { return slots_.size() - 1; }
+  void insert(const CommKey& k, double v) {
+    std::size_t i = hash(k) & mask();
+    while (slots_[i].used && !(slots_[i].key == k)) i = (i + 1) & mask();
+    if (!slots_[i].used) ++size_;
+    slots_[i] = Slot{k, v, true};
+  }
+  void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(2 * old.size(), Slot{});
+    size_ = 0;
+    for (const Slot& s : old) {
+      if (s.used) insert(s.key, s.value);
+    }
+  }
+  std::vector<Slot> slots_ = std::vector<Slot>(64);
+  std::size_t size_ = 0;
 };
-using CommMemo = std::unordered_map<CommKey, double, CommKeyHash>;
 }  // namespace
 
 // ---- the last guard against non-finite results --------------------------------------------
@@ -228,20 +269,18 @@ struct Planner::Impl {
     if (size <= 1 || bytes <= 0) return 0.0;
     const CommKey key{static_cast<int>(op), size, stride, dies, bytes};
     if (memo != nullptr) {
-      auto it = memo->find(key);
-      if (it != memo->end()) return it->second;
-      double t = cost::collective(hw, op, bytes, cost::place(hw, size, stride, dies)).time_s;
-      memo->emplace(key, t);
+      if (const double* t = memo->find(key)) return *t;
+      const double t = cost::collective(hw, op, bytes, cost::place(hw, size, stride, dies)).time_s;
+      memo->put(key, t);
       return t;
     }
     {
       std::lock_guard lock(comm_mutex);
-      auto it = comm_cache.find(key);
-      if (it != comm_cache.end()) return it->second;
+      if (const double* t = comm_cache.find(key)) return *t;
     }
-    double t = cost::collective(hw, op, bytes, cost::place(hw, size, stride, dies)).time_s;
+    const double t = cost::collective(hw, op, bytes, cost::place(hw, size, stride, dies)).time_s;
     std::lock_guard lock(comm_mutex);
-    comm_cache.emplace(key, t);
+    comm_cache.put(key, t);
     return t;
   }
 
@@ -509,6 +548,9 @@ struct Layout {
   Schedule schedule;
   int vpp;
   CpComm cp_comm;  ///< how the CP group exchanges (one value when cp = 1)
+  /// Layouts that agree on what the per-layer costs see of them (tp, cp, ep, etp, dies,
+  /// cp_comm) share a class: the same inner choice then has the same layer key.
+  int layer_class = 0;
 };
 
 // A dispatch scheme with its chunk count (chunks > 1 only for the two-stage schemes).
@@ -530,6 +572,7 @@ struct Enumeration {
   std::size_t inner_size = 0;     // training x dispatches x routings
   std::size_t world_rejected = 0; // combinations the layout loops dropped (rule `world`)
   std::size_t candidates = 0;     // every combination, rejected ones included
+  int layer_classes = 0;          // distinct Layout::layer_class values
 
   // Candidates of layout `l` (inner choices that exist for it).
   std::size_t count(const Layout& l) const {
@@ -762,6 +805,12 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
     }
   }
   e.candidates += e.world_rejected;
+  std::map<std::tuple<int, int, int, int, bool, int>, int> classes;
+  for (Layout& l : e.layouts) {
+    const auto key = std::make_tuple(l.tp, l.cp, l.ep, l.etp, l.dies, static_cast<int>(l.cp_comm));
+    l.layer_class = classes.emplace(key, static_cast<int>(classes.size())).first->second;
+  }
+  e.layer_classes = static_cast<int>(classes.size());
   return e;
 }
 
@@ -1033,7 +1082,12 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
     CommMemo memo;
     std::unordered_map<search::LayerKey, std::shared_ptr<const search::LayerCosts>, search::LayerKeyHash> costs;
     search::LayerKey last_key;
-    const search::LayerCosts* last_costs = nullptr;  // owned by `costs`
+    const search::LayerCosts* last_key_costs = nullptr;  // last_key's, owned by `costs`
+    const search::LayerCosts* last_costs = nullptr;      // the candidate's
+    // The costs of (layer class, inner choice), once met: no key to build, compare or hash
+    // for the next layout of the class. Kept while it stays small (2^22 entries, 32 MB).
+    const bool by_choice = static_cast<std::size_t>(en.layer_classes) * en.inner_size <= (std::size_t{1} << 22);
+    std::vector<std::vector<const search::LayerCosts*>> seen(by_choice ? static_cast<std::size_t>(en.layer_classes) : 0);
     Strategy s = en.base;
     MemoryEstimate mem;  // reused by every candidate
     for (std::size_t li; (li = next.fetch_add(1)) < en.layouts.size() && !cancelled() && !L.non_finite;) {
@@ -1058,17 +1112,29 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
           continue;
         }
         ++L.evaluated;
-        // Neighbouring candidates mostly share their per-layer key.
-        search::LayerKey lk = search::key_of(s, seq);
-        if (last_costs == nullptr || !(lk == last_key)) {
-          auto it = costs.find(lk);
-          if (it == costs.end()) {
-            const auto t0 = std::chrono::steady_clock::now();
-            it = costs.emplace(lk, impl_->cache.get(s)).first;
-            L.layer_seconds += since(t0);
+        const search::LayerCosts** known = nullptr;
+        if (by_choice) {
+          auto& row = seen[static_cast<std::size_t>(en.layouts[li].layer_class)];
+          if (row.empty()) row.assign(en.inner_size, nullptr);
+          known = &row[j];
+        }
+        if (known != nullptr && *known != nullptr) {
+          last_costs = *known;
+        } else {
+          // Neighbouring candidates mostly share their per-layer key.
+          search::LayerKey lk = search::key_of(s, seq);
+          if (last_key_costs == nullptr || !(lk == last_key)) {
+            auto it = costs.find(lk);
+            if (it == costs.end()) {
+              const auto t0 = std::chrono::steady_clock::now();
+              it = costs.emplace(lk, impl_->cache.get(s)).first;
+              L.layer_seconds += since(t0);
+            }
+            last_key_costs = it->second.get();
+            last_key = std::move(lk);
           }
-          last_costs = it->second.get();
-          last_key = std::move(lk);
+          last_costs = last_key_costs;
+          if (known != nullptr) *known = last_costs;
         }
         cost::combine_memory(last_costs->memory, impl_->hw, impl_->model, s, false, mem);
         // The space's headroom: a strategy may use at most this fraction of device memory.
