@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <thread>
 #include <vector>
@@ -52,7 +53,13 @@ int main(int argc, char** argv) {
     }
   }
   if (threads.empty()) threads = {1, static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))};
-  const paraplan::SpacePlan space = paraplan::load_space(space_ref);
+  paraplan::SpacePlan space;
+  try {
+    space = paraplan::load_space(space_ref);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
   std::printf("%s search: %s on %s\n", space_ref.c_str(), space.model.name.c_str(), space.hardware.name.c_str());
   for (int t : threads) {
     // A fresh planner each time: the first search pays for the per-layer costs.
