@@ -1,6 +1,7 @@
 #include "calibrate/trace_json.hpp"
 
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 
 namespace paraplan::calibrate {
@@ -157,7 +158,13 @@ class Reader {
         e.dur_us = number();
       } else if (key == "pid" || key == "tid") {
         // Numbers or strings (Chrome traces write either); only equality matters.
-        std::string id = peek() == '"' ? string() : std::to_string(static_cast<long long>(number()));
+        std::string id;
+        if (peek() == '"') {
+          id = string();
+        } else {
+          const double v = number();
+          id = std::fabs(v) < 9e18 ? std::to_string(static_cast<long long>(v)) : std::to_string(v);
+        }
         (key == "pid" ? e.pid : e.tid) = std::move(id);
       } else {
         skip();

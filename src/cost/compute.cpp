@@ -248,13 +248,12 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
     // A forward that waits at a host synchronisation (dropless MoE token counts) issues the
     // kernels after it from an empty queue, and the next layer's before its own wait: the
     // layer takes at least its launches times the host's issue time (device.host_issue; the
-    // graph's kernels x device.launches_per_kernel). Its
-    // backward starts from the queue the last forward wait drained and has no wait of its own
-    // in which the host could get ahead, so it too takes at least its kernels (recomputed
-    // forward, input and weight gradients) times the issue time: the host is the bottleneck
-    // of a pass whose kernels are shorter than the host's time to issue them (the DeepSeek
-    // trace's 32 us per kernel is the two host threads', forward and backward, over all 963
-    // kernels they launch).
+    // launches are the graph's kernels x device.launches_per_kernel). Its backward starts
+    // from the queue the last forward wait drained and has no wait of its own in which the
+    // host could get ahead, so it too takes at least its launches (recomputed forward, input
+    // and weight gradients) times the issue time: the host is the bottleneck of a pass whose
+    // kernels are shorter than the host's time to issue them (the DeepSeek trace's 32 us per
+    // launch is its two host threads', forward and backward, over all 963 launches).
     if (const double issue = plan.hardware.device.host_issue_s * plan.hardware.device.launches_per_kernel;
         issue > 0) {
       bool waits = false;
