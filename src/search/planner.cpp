@@ -548,8 +548,8 @@ struct Layout {
   Schedule schedule;
   int vpp;
   CpComm cp_comm;  ///< how the CP group exchanges (one value when cp = 1)
-  /// Layouts that agree on what the per-layer costs see of them (tp, cp, ep, etp, dies,
-  /// cp_comm) share a class: the same inner choice then has the same layer key.
+  /// Layouts whose candidates have the same layer key for the same inner choice share a
+  /// class (they agree on what the per-layer costs see of a layout).
   int layer_class = 0;
 };
 
@@ -805,10 +805,12 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
     }
   }
   e.candidates += e.world_rejected;
-  std::map<std::tuple<int, int, int, int, bool, int>, int> classes;
-  for (Layout& l : e.layouts) {
-    const auto key = std::make_tuple(l.tp, l.cp, l.ep, l.etp, l.dies, static_cast<int>(l.cp_comm));
-    l.layer_class = classes.emplace(key, static_cast<int>(classes.size())).first->second;
+  // Every field of a layer key comes from the layout, the inner choice or the base alone, so
+  // two layouts whose first inner choice has the same key agree on every inner choice.
+  std::unordered_map<search::LayerKey, int, search::LayerKeyHash> classes;
+  for (std::size_t i = 0; i < e.layouts.size() && e.inner_size > 0; ++i) {
+    const search::LayerKey k = search::key_of(e.strategy(i * e.inner_size), m.seq_len);
+    e.layouts[i].layer_class = classes.emplace(k, static_cast<int>(classes.size())).first->second;
   }
   e.layer_classes = static_cast<int>(classes.size());
   return e;
@@ -1081,14 +1083,28 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
     Local& L = locals[static_cast<std::size_t>(t)];
     CommMemo memo;
     std::unordered_map<search::LayerKey, std::shared_ptr<const search::LayerCosts>, search::LayerKeyHash> costs;
+    Strategy s = en.base;
     search::LayerKey last_key;
     const search::LayerCosts* last_key_costs = nullptr;  // last_key's, owned by `costs`
-    const search::LayerCosts* last_costs = nullptr;      // the candidate's
+    // The candidate's per-layer costs by its key; neighbouring candidates mostly share it.
+    auto costs_by_key = [&]() {
+      search::LayerKey lk = search::key_of(s, seq);
+      if (last_key_costs == nullptr || !(lk == last_key)) {
+        auto it = costs.find(lk);
+        if (it == costs.end()) {
+          const auto t0 = std::chrono::steady_clock::now();
+          it = costs.emplace(lk, impl_->cache.get(s)).first;
+          L.layer_seconds += since(t0);
+        }
+        last_key_costs = it->second.get();
+        last_key = std::move(lk);
+      }
+      return last_key_costs;
+    };
     // The costs of (layer class, inner choice), once met: no key to build, compare or hash
     // for the next layout of the class. Kept while it stays small (2^22 entries, 32 MB).
     const bool by_choice = static_cast<std::size_t>(en.layer_classes) * en.inner_size <= (std::size_t{1} << 22);
     std::vector<std::vector<const search::LayerCosts*>> seen(by_choice ? static_cast<std::size_t>(en.layer_classes) : 0);
-    Strategy s = en.base;
     MemoryEstimate mem;  // reused by every candidate
     for (std::size_t li; (li = next.fetch_add(1)) < en.layouts.size() && !cancelled() && !L.non_finite;) {
       const std::size_t size = en.count(en.layouts[li]);
@@ -1112,29 +1128,14 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
           continue;
         }
         ++L.evaluated;
-        const search::LayerCosts** known = nullptr;
+        const search::LayerCosts* last_costs = nullptr;
         if (by_choice) {
           auto& row = seen[static_cast<std::size_t>(en.layouts[li].layer_class)];
           if (row.empty()) row.assign(en.inner_size, nullptr);
-          known = &row[j];
-        }
-        if (known != nullptr && *known != nullptr) {
-          last_costs = *known;
+          if (row[j] == nullptr) row[j] = costs_by_key();
+          last_costs = row[j];
         } else {
-          // Neighbouring candidates mostly share their per-layer key.
-          search::LayerKey lk = search::key_of(s, seq);
-          if (last_key_costs == nullptr || !(lk == last_key)) {
-            auto it = costs.find(lk);
-            if (it == costs.end()) {
-              const auto t0 = std::chrono::steady_clock::now();
-              it = costs.emplace(lk, impl_->cache.get(s)).first;
-              L.layer_seconds += since(t0);
-            }
-            last_key_costs = it->second.get();
-            last_key = std::move(lk);
-          }
-          last_costs = last_key_costs;
-          if (known != nullptr) *known = last_costs;
+          last_costs = costs_by_key();
         }
         cost::combine_memory(last_costs->memory, impl_->hw, impl_->model, s, false, mem);
         // The space's headroom: a strategy may use at most this fraction of device memory.
