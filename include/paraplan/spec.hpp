@@ -433,8 +433,15 @@ struct Training {
   /// GEMMs, linear-layer weights are held in FP8 only (the FP32 master stays with the
   /// optimizer), the attention output is cached once in FP8 (E5M6; it serves the flash
   /// backward and o_proj's weight gradient) and the SwiGLU inputs of the experts in FP8.
-  /// `training.fp8_storage: true`.
+  /// `training.fp8_storage: true`. Implies `fp8_params`.
   bool fp8_storage = false;
+  /// FP8 parameters (Megatron-LM --fp8-param-gather, NeMo / Megatron-Bridge fp8_param_gather,
+  /// Transformer Engine's fp8_model_init): with FP8 GEMMs the linear-layer weights are held in
+  /// FP8 only, not in BF16 beside an FP8 copy (the distributed optimizer keeps the FP32 master),
+  /// and the DP parameter all-gathers move FP8. `training.fp8_params: true`.
+  bool fp8_params = false;
+  /// Whether the linear-layer weights are FP8 only: FP8 GEMMs with `fp8_params` or `fp8_storage`.
+  [[nodiscard]] bool fp8_weights_only() const { return precision == Precision::Fp8 && (fp8_params || fp8_storage); }
   /// Main gradients (accumulated over micro-batches and reduced over DP) in BF16 rather than
   /// FP32 (Megatron-LM --accumulate-allreduce-grads-in-fp32 off, NeMo grad_reduce_in_fp32
   /// false). `training.grad_precision: bf16`.
@@ -546,6 +553,7 @@ struct SearchSpace {
   [[nodiscard]] bool loss_eager() const { return eager_loss < 0 ? eager_elementwise : eager_loss == 1; }
   [[nodiscard]] bool loss_unfused() const { return eager_loss == 2; }
   bool fp8_storage = false;        ///< training.fp8_storage
+  bool fp8_params = false;         ///< training.fp8_params
   bool bf16_grads = false;         ///< training.grad_precision: bf16
   bool repeat_kv = false;          ///< training.repeat_kv
   Choice<CpComm> cp_comm;          ///< training.cp_comm (p2p when absent; explored where cp > 1)

@@ -222,6 +222,7 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
       sp.eager_loss = *v;
     }
     if (auto v = t.boolean("fp8_storage")) sp.fp8_storage = *v;
+    if (auto v = t.boolean("fp8_params")) sp.fp8_params = *v;
     if (auto v = t.enumeration("grad_precision", EnumNames<bool>{{"fp32", false}, {"bf16", true}})) {
       sp.bf16_grads = *v;
     }
@@ -313,6 +314,7 @@ Strategy read_strategy(const Node& root, Diags& diags) {
   s.training.eager_loss = sp.loss_eager();
   s.training.unfused_loss = sp.loss_unfused();
   s.training.fp8_storage = sp.fp8_storage;
+  s.training.fp8_params = sp.fp8_params;
   s.training.bf16_grads = sp.bf16_grads;
   s.training.repeat_kv = sp.repeat_kv;
   s.training.cp_comm = first_or(sp.cp_comm, CpComm::P2p);

@@ -580,12 +580,13 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
   est.host_capacity = hw.host.memory_bytes;
   est.micro_batches = schedule::micro_batches(s);
 
-  // BF16 weights, and their FP8 copies under FP8 training; FP8 only with low-precision
-  // storage (the FP32 master lives with the optimizer). The embedding, the output head and
-  // the final norm stay BF16 either way: they run no FP8 GEMM (the op graph's lm_head is
-  // BF16; DeepSeek-V3 sec. 3.3.1, Megatron-Core's output layer and torchao's Float8 skip it).
+  // BF16 weights, and their FP8 copies under FP8 training; FP8 only with FP8 parameters or
+  // low-precision storage (the FP32 master lives with the optimizer). The embedding, the
+  // output head and the final norm stay BF16 either way: they run no FP8 GEMM (the op graph's
+  // lm_head is BF16; DeepSeek-V3 sec. 3.3.1, Megatron-Core's output layer and torchao's Float8
+  // skip it).
   const bool fp8_weights = s.training.precision == Precision::Fp8;
-  const double weight_bytes = fp8_weights && s.training.fp8_storage ? 1.0 : kBf16Bytes + (fp8_weights ? 1.0 : 0.0);
+  const double weight_bytes = s.training.fp8_weights_only() ? 1.0 : kBf16Bytes + (fp8_weights ? 1.0 : 0.0);
   const double grad_bytes = s.training.bf16_grads ? kBf16Bytes : kFp32Bytes;
   const double opt_bytes = optimizer_bytes_per_param(s.training.optimizer);
   const double dense_shard = static_cast<double>(p.dp) * p.cp;

@@ -52,6 +52,7 @@ void write_strategy(report::JsonWriter& w, const Plan& plan) {
   w.field("dispatch_precision", s.moe.fp8_dispatch ? "fp8" : "bf16");
   w.field("gate_at", s.moe.gate_at_swiglu ? "swiglu" : "combine");
   w.field("fp8_storage", s.training.fp8_storage);
+  w.field("fp8_params", s.training.fp8_params);
   w.field("grad_precision", s.training.bf16_grads ? "bf16" : "fp32");
   w.end_object();
   w.field("schedule", spelling(kScheduleNames, s.schedule));

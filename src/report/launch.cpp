@@ -267,7 +267,7 @@ std::string megatron(const Plan& plan) {
   arg("--bf16");
   if (t.precision == Precision::Fp8) {
     arg("--fp8-format hybrid");
-    if (t.fp8_storage) arg("--fp8-param-gather");
+    if (t.fp8_storage || t.fp8_params) arg("--fp8-param-gather");
   }
   if (t.bf16_grads) arg("--grad-reduce-in-bf16");
 
@@ -613,6 +613,9 @@ std::string torchtitan(const Plan& plan) {
   o.add("mixed_precision_reduce = \"float32\"");
   if (t.bf16_grads)
     lost.push_back("training.grad_precision bf16 (torchtitan reduces gradients in FP32)");
+  if (t.fp8_weights_only())
+    lost.push_back("training.fp8_params (torchtitan keeps BF16 / FP32 parameter shards; torchao's "
+                   "enable_fsdp_float8_all_gather gathers them in FP8 but does not store them so)");
   if (t.optimizer_offload) o.add("enable_cpu_offload = true");
   if (t.activation_offload)
     lost.push_back("training.activation_offload (activations to host memory)");

@@ -312,17 +312,20 @@ struct Planner::Impl {
         1, static_cast<long long>(p.tp) * p.cp * p.dp * (dies ? hw.device.dies : 1) / (static_cast<long long>(p.ep) * p.etp)));
     const long long expert_stride = static_cast<long long>(p.ep) * p.etp;
     const double grad = s.training.bf16_grads ? 2.0 : 4.0;
+    // BF16 parameters are gathered, FP8 ones with FP8 parameters (the stage's BF16 embedding
+    // or head, a few percent of its parameters, is counted at the same width).
+    const double param = s.training.fp8_weights_only() ? 1.0 : 2.0;
     auto sync = [&](int group, long long stride, bool on_dies, double params) {
       if (group <= 1 || params <= 0) return 0.0;
-      // FP32 (or BF16) main gradients, BF16 parameters.
+      // FP32 (or BF16) main gradients reduced, the updated parameters gathered.
       if (zero == 0) return collective_time(Collective::AllReduce, group, stride, on_dies, grad * params, memo);
       return collective_time(Collective::ReduceScatter, group, stride, on_dies, grad * params, memo) +
-             collective_time(Collective::AllGather, group, stride, on_dies, 2 * params, memo);
+             collective_time(Collective::AllGather, group, stride, on_dies, param * params, memo);
     };
     // ZeRO-3 gathers the weights again for every micro-batch's forward and backward.
     auto gather = [&](int group, long long stride, bool on_dies, double params) {
       if (zero < 3 || group <= 1 || params <= 0) return 0.0;
-      return 2.0 * collective_time(Collective::AllGather, group, stride, on_dies, 2 * params, memo);
+      return 2.0 * collective_time(Collective::AllGather, group, stride, on_dies, param * params, memo);
     };
     c.dp_s = sync(dense_group, p.tp, false, dense) + sync(edp, expert_stride, dies, expert);
     c.dp_gather_s = gather(dense_group, p.tp, false, dense) + gather(edp, expert_stride, dies, expert);
@@ -740,6 +743,7 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
   base.moe.fp8_dispatch = sp.fp8_dispatch;
   base.moe.gate_at_swiglu = sp.gate_at_swiglu;
   base.training.fp8_storage = sp.fp8_storage;
+  base.training.fp8_params = sp.fp8_params;
   base.training.bf16_grads = sp.bf16_grads;
   base.training.repeat_kv = sp.repeat_kv;
   base.overlap = sp.overlap;
@@ -957,7 +961,7 @@ std::string search_key(const SearchSpace& sp, const SearchOptions& o) {
                 static_cast<int>(sp.collective_algorithm), o.top, static_cast<int>(o.objective), o.resimulate}) {
     raw(k, v);
   }
-  for (bool v : {sp.embedding_in_split, sp.loss_in_split, sp.unfused_attention, sp.eager_elementwise, sp.fp8_storage,
+  for (bool v : {sp.embedding_in_split, sp.loss_in_split, sp.unfused_attention, sp.eager_elementwise, sp.fp8_storage, sp.fp8_params,
                  sp.bf16_grads, sp.repeat_kv, sp.fp8_dispatch, sp.gate_at_swiglu, sp.overlap.ep, sp.overlap.dp, sp.overlap.tp,
                  sp.overlap.pp, o.keep_all}) {
     raw(k, v);

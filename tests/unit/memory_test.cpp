@@ -781,6 +781,33 @@ TEST_SUITE("cost.memory") {
 }
 
 TEST_SUITE("cost.memory") {
+  TEST_CASE("FP8 parameters hold each linear weight in 1 B instead of BF16 beside an FP8 copy") {
+    // GPT-3 175B at TP8 PP8, FP8 GEMMs: 12 layers per stage, each with 12 h^2 linear weights
+    // (QKV 3h^2, output h^2, FC1 4h^2, FC2 4h^2; Megatron --fp8-param-gather, NeMo
+    // fp8_params) split over TP 8. Without FP8 parameters each weighs 2 B (BF16) + 1 B (its FP8
+    // copy), with them 1 B, so every stage holds 2 B x 12 x 12 h^2 / 8 less. The embedding and
+    // the head stay BF16 either way, and the biases and norms (13 h per layer, 1e-4 of the
+    // linear weights) are within the tolerance.
+    Plan p = make_plan("gpt3-175b", "h100-sxm-ib", 8, 8, 1, 1, 8, true);
+    p.strategy.training.precision = Precision::Fp8;
+    const MemoryEstimate copies = estimate_memory(p);
+    p.strategy.training.fp8_params = true;
+    const MemoryEstimate fp8 = estimate_memory(p);
+    const double h = 12288;
+    const double saved = 2.0 * 12 * 12 * h * h / 8;
+    REQUIRE(copies.stages.size() == 8);
+    for (std::size_t i = 0; i < copies.stages.size(); ++i) {
+      CAPTURE(i);
+      CHECK(copies.stages[i].weights - fp8.stages[i].weights == doctest::Approx(saved).epsilon(0.002));
+      CHECK(fp8.stages[i].activations == doctest::Approx(copies.stages[i].activations));
+    }
+    // BF16 GEMMs keep BF16 weights: the knob needs FP8 GEMMs.
+    p.strategy.training.precision = Precision::Bf16;
+    const MemoryEstimate bf16 = estimate_memory(p);
+    p.strategy.training.fp8_params = false;
+    CHECK(bf16.stages[0].weights == doctest::Approx(estimate_memory(p).stages[0].weights));
+  }
+
   TEST_CASE("BF16 main gradients take 2 B per parameter instead of 4") {
     Plan p = load_plan("deepseek-v3-h800");
     const MemoryEstimate fp32 = estimate_memory(p);
