@@ -141,7 +141,10 @@ struct StageMemory {
   double optimizer_states = 0;  ///< FP32 master + moments, ZeRO-1+ sharded; 0 when offloaded
   double activations = 0;     ///< kept for backward (in-flight sets) + recompute working set
   double buffers = 0;         ///< communication buffers, logits, GEMM workspace
-  double reserve = 0;         ///< the hardware's memory_reserve
+  double reserve = 0;         ///< the hardware's memory_reserve + `allocator_excess`
+  /// Of `reserve`: what the caching allocator holds beyond the step's transient tensors
+  /// (activations and buffers x (calibration.allocator - 1)); 0 on an uncalibrated device.
+  double allocator_excess = 0;
   double total = 0;           ///< sum of the above
   double host_bytes = 0;      ///< per device in host memory (offloaded optimizer, activations)
   std::vector<MemoryPart> activation_parts;  ///< activations by module (sums to `activations`)

@@ -228,13 +228,20 @@ struct CalibrationSpec {
   /// Fitted by `calibrate runs --knobs sustained`; not applied to a validation case that
   /// times a kernel or layer in isolation (`isolated: true`). 1 = none.
   double sustained = 1;
+  /// Memory multiplier of what a step allocates and frees (activations, the recompute working
+  /// set, gathered weights, logits and other buffers): the framework's caching allocator
+  /// reserves more than the peak of live tensors (block rounding, segments split by earlier
+  /// requests). Weights, gradients and optimizer states, allocated once, take none. Fitted by
+  /// `calibrate runs --knobs allocator` to measured peak memory (PyTorch max reserved); the
+  /// excess is reported as part of `reserve`. 1 = none.
+  double allocator = 1;
   static std::array<std::array<double, kCalibrationPasses>, kOpClassCount> ones() {
     std::array<std::array<double, kCalibrationPasses>, kOpClassCount> a{};
     for (auto& c : a) c = {1, 1, 1};
     return a;
   }
   [[nodiscard]] bool empty() const {
-    if (fp8_gemm != 1 || sustained != 1) return false;
+    if (fp8_gemm != 1 || sustained != 1 || allocator != 1) return false;
     for (const auto& c : compute) {
       for (double v : c) {
         if (v != 1) return false;

@@ -25,6 +25,7 @@ constexpr KnobSpec kKnobs[] = {
     {"memory", "memory-bound kernel time (norms, elementwise, casts, permutes, copies)"},
     {"communication", "collective and dispatch transfer time on every tier"},
     {"host", "per-kernel launch overhead and host issue time"},
+    {"allocator", "memory the caching allocator reserves per byte of a step's transient tensors (activations, buffers); memory cases only"},
 };
 
 const KnobSpec* find_knob(const std::string& name) {
@@ -58,6 +59,8 @@ void apply(HardwareSpec& hw, const std::string& knob, double x) {
     hw.device.kernel_overhead_s *= x;
     hw.device.host_sync_s *= x;
     hw.device.host_issue_s *= x;
+  } else if (knob == "allocator") {
+    hw.calibration.allocator *= x;
   }
 }
 
@@ -147,6 +150,17 @@ RunsFit calibrate_runs(const std::vector<ValidationCase>& cases, const std::vect
     errors.push_back({"--knobs", 0, 0,
                       std::to_string(cases.size()) + " runs support at most " + std::to_string(most) +
                           " knob(s) (one per 3 runs); " + std::to_string(knobs.size()) + " asked"});
+  }
+  // A knob must move some run: the allocator only memory cases, the time knobs only the others.
+  std::size_t memory_runs = 0;
+  for (const ValidationCase& c : cases) memory_runs += c.metric == Metric::MemoryGib ? 1 : 0;
+  for (const std::string& k : knobs) {
+    if (find_knob(k) == nullptr) continue;
+    if (k == "allocator" && memory_runs == 0) {
+      errors.push_back({"--knobs", 0, 0, "knob `allocator` scales memory: it needs memory_per_device_gib cases, and none is given"});
+    } else if (k != "allocator" && memory_runs == cases.size() && !cases.empty()) {
+      errors.push_back({"--knobs", 0, 0, "knob `" + k + "` scales time, and every case given measures memory"});
+    }
   }
   for (const ValidationCase& c : cases) {
     if (c.plan.hardware.name != cases.front().plan.hardware.name) {
@@ -238,6 +252,7 @@ std::string runs_overlay_yaml(const RunsFit& fit, const HardwareSpec& base_hw, c
   y << "calibration:\n  source: \"" << command << " (" << date << ")\"\n";
   if (hw.calibration.fp8_gemm != 1) y << "  fp8_gemm: " << fmt("%.6g", hw.calibration.fp8_gemm) << "\n";
   if (hw.calibration.sustained != 1) y << "  sustained: " << fmt("%.6g", hw.calibration.sustained) << "\n";
+  if (hw.calibration.allocator != 1) y << "  allocator: " << fmt("%.6g", hw.calibration.allocator) << "\n";
   y << "  compute:\n";
   for (int c = 0; c < kOpClassCount; ++c) {
     const auto& v = hw.calibration.compute[static_cast<std::size_t>(c)];

@@ -452,6 +452,7 @@ void read_calibration(const Node* node, HardwareSpec& hw, Diags& diags) {
   if (auto v = c.text("source")) hw.calibration.source = *v;
   if (auto v = c.number("fp8_gemm", 0.01, 100)) hw.calibration.fp8_gemm = *v;
   if (auto v = c.number("sustained", 0.01, 100)) hw.calibration.sustained = *v;
+  if (auto v = c.number("allocator", 0.25, 4)) hw.calibration.allocator = *v;
   if (const Node* compute = c.get("compute")) {
     MapReader m(compute, diags, "calibration.compute");
     for (int cls = 0; cls < kOpClassCount; ++cls) {

@@ -296,6 +296,14 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
   // sequence shard (the gathered input is re-gathered in backward).
   keep(Tag::NormInput, 2 * Tr * h, kBf16Bytes);
   keep(Tag::NormOutput, 2 * Tr * h, gemm_in);
+  // Eager elementwise (`training.elementwise: eager`, torchtitan without torch.compile): an
+  // RMSNorm written as x.float() * rsqrt(x.pow(2).mean(-1) + eps), cast back and scaled,
+  // leaves autograd the FP32 copy of its input (pow's) and the BF16 normalized tensor
+  // (the weight multiply's) instead of the BF16 input a fused norm keeps: 4 B more per
+  // element (pytorch/torchtitan@9dec370 torchtitan/models/norms.py, RMSNorm._norm). A
+  // LayerNorm is one ATen kernel (native_layer_norm) eager or not, and keeps what a fused one does.
+  const bool eager = s.training.eager_elementwise;
+  if (eager && m.norm == NormKind::RmsNorm) keep(Tag::NormInput, 2 * Tr * h, kFp32Bytes);
 
   if (a.kind == AttentionKind::Mla) {
     // DeepSeek-V2 MLA: q_a and kv_a project the SP shard; q_b / kv_b are column-parallel.
@@ -326,8 +334,12 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
   keep(Tag::AttnOut, T * heads * dv, low_store ? 1.0 : fp8 ? kBf16Bytes + 1.0 : kBf16Bytes);
   if (opt.hidden_dropout) keep(Tag::Dropout, Tr * h, 1.0);  // after attention
 
+  // Eager SwiGLU, silu(x W1) * (x W3): the multiply keeps silu's output beside W3's, 2 B per
+  // element more than a fused SwiGLU, which keeps only its two inputs.
+  const double eager_act = eager && swiglu ? kBf16Bytes : 0.0;
   if (!moe_layer) {
     keep(Tag::Mlp, T * (swiglu ? 2 : 1) * f, kBf16Bytes);  // gate+up, or GeLU input (8sbh/t)
+    if (eager_act > 0) keep(Tag::Mlp, T * f, eager_act);
     keep(Tag::MlpAct, T * f, gemm_in);                     // fc2 input (GeLU: 8sbh/t)
   } else if (m.moe) {
     const MoeSpec& e = *m.moe;
@@ -335,12 +347,14 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
     const double fe = static_cast<double>(e.expert_intermediate) / s.parallel.etp;
     keep(Tag::Dispatched, copies * h, gemm_in);  // FP8 dispatch delivers FP8 tokens
     keep(Tag::ExpertFc1, copies * (swiglu ? 2 : 1) * fe, low_store ? 1.0 : kBf16Bytes);
+    if (eager_act > 0) keep(Tag::ExpertFc1, copies * fe, eager_act);
     keep(Tag::ExpertAct, copies * fe, gemm_in);
     // Routing weights applied at the combine need the expert outputs for their gradient;
     // applied on the SwiGLU output (DeepSeek) they do not.
     if (!s.moe.gate_at_swiglu) keep(Tag::ExpertOut, copies * h, kBf16Bytes);
     if (e.shared_experts > 0) {
       keep(Tag::Shared, T * (swiglu ? 2 : 1) * fs, kBf16Bytes);  // fc1 output
+      if (eager_act > 0) keep(Tag::Shared, T * fs, eager_act);
       keep(Tag::Shared, T * fs, gemm_in);                         // activation = fc2 input
     }
   }
@@ -586,7 +600,14 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
   // lm_head is BF16; DeepSeek-V3 sec. 3.3.1, Megatron-Core's output layer and torchao's Float8
   // skip it).
   const bool fp8_weights = s.training.precision == Precision::Fp8;
-  const double weight_bytes = s.training.fp8_weights_only() ? 1.0 : kBf16Bytes + (fp8_weights ? 1.0 : 0.0);
+  // ZeRO-3 keeps no FP8 copy of its shards: each gathered layer is cast for its GEMMs and the
+  // cast dropped with the gathered weights (FSDP2 with torchao's Float8Linear, Megatron-FSDP
+  // with Transformer Engine), so the shards are BF16 (FP8 with FP8 parameters).
+  const double weight_bytes = s.training.fp8_weights_only() ? 1.0
+                              : s.training.zero >= 3      ? kBf16Bytes
+                                                          : kBf16Bytes + (fp8_weights ? 1.0 : 0.0);
+  // The FP8 cast of the layer in use beside the gathered BF16 weights (ZeRO-3, FP8 GEMMs).
+  const double gathered_cast = fp8_weights && !s.training.fp8_weights_only() ? 1.0 : 0.0;
   const double grad_bytes = s.training.bf16_grads ? kBf16Bytes : kFp32Bytes;
   const double opt_bytes = optimizer_bytes_per_param(s.training.optimizer);
   const double dense_shard = static_cast<double>(p.dp) * p.cp;
@@ -683,7 +704,7 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
       double layer = 0;
       if (has_dense_layer) layer = in.dense_layer;
       if (has_moe_layer) layer = std::max(layer, in.moe_layer_dense + in.moe_layer_expert);
-      buffer("zero3_prefetch", 2 * layer * weight_bytes);
+      buffer("zero3_prefetch", 2 * layer * weight_bytes + layer * gathered_cast);
     }
   };
 
@@ -706,6 +727,9 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
       st.activations += o.ws;
       if (detail) add_part(st.activation_parts, "recompute_working_set", o.ws);
     }
+    // The caching allocator's excess over the transient tensors (calibration.allocator).
+    st.allocator_excess = (hw.calibration.allocator - 1.0) * (st.activations + st.buffers);
+    st.reserve = hw.device.memory_reserve_bytes + st.allocator_excess;
     st.total = st.weights + st.gradients + st.optimizer_states + st.activations + st.buffers + st.reserve;
   };
 
@@ -763,7 +787,6 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
     st.optimizer_states = held.optimizer_states;
     st.buffers = held.buffers;
     if (detail) st.buffer_parts = held.buffer_parts;
-    st.reserve = hw.device.memory_reserve_bytes;
     place_sets(st, r, in_flight, chunks.size(), held);
     if (compact) run_host.push_back({r, held.optimizer_host, held.per_set_sum, chunks.size()});
   }

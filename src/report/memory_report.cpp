@@ -37,6 +37,7 @@ void write_memory_fields(JsonWriter& w, const MemoryEstimate& m) {
     w.field("weights", s.weights).field("gradients", s.gradients);
     w.field("optimizer_states", s.optimizer_states).field("activations", s.activations);
     w.field("buffers", s.buffers).field("reserve", s.reserve).field("total", s.total);
+    w.field("allocator_excess", s.allocator_excess);
     w.field("host_bytes", s.host_bytes);
     w.key("activations_by_module").begin_object();
     for (const MemoryPart& p : s.activation_parts) w.field(p.name, p.bytes);
@@ -112,6 +113,12 @@ std::string memory_text(const Plan& plan, const MemoryEstimate& m) {
     out += "  buffers:\n";
     for (const MemoryPart& p : w.buffer_parts) {
       out += "    " + pad(p.name, 24, false) + pad(units::format_size(p.bytes), 12) + "\n";
+    }
+    if (w.allocator_excess != 0) {
+      out += "  reserve: " + units::format_size(w.reserve - w.allocator_excess) +
+             " memory_reserve, " + units::format_size(w.allocator_excess) +
+             " held by the caching allocator beyond the transient tensors (activations and buffers"
+             " x calibration.allocator - 1)\n";
     }
   }
   if (m.host_bytes_per_node > 0) {

@@ -538,6 +538,15 @@ TEST_SUITE("calibrate.runs") {
     CHECK_THROWS_AS((void)calibrate_runs(three, {}), ConfigError);
     std::vector<ValidationCase> six = {h100[0], h100[0], h100[0], h100[0], h100[0], h100[0]};
     CHECK_THROWS_AS((void)calibrate_runs(six, {"gemm", "gemm"}), ConfigError);
+    // The allocator scales memory: it needs memory cases, and a time knob needs time cases.
+    try {
+      (void)calibrate_runs(three, {"allocator"});
+      FAIL("allocator fitted to time runs");
+    } catch (const ConfigError& e) {
+      CHECK(std::string(e.what()).find("needs memory_per_device_gib cases") != std::string::npos);
+    }
+    const ValidationCase memory = load_cases(source("validation/torchtitan-llama31-8b-8gpu-fsdp-memory.yaml")).front();
+    CHECK_THROWS_AS((void)calibrate_runs({memory, memory, memory}, {"gemm"}), ConfigError);
     std::vector<ValidationCase> mixed = {h100[0], h100[0], a100[0]};
     try {
       (void)calibrate_runs(mixed, {"communication"});
@@ -614,6 +623,42 @@ TEST_SUITE("calibrate.runs") {
     const HardwareSpec gt = load_hardware("h100-grand-teton");
     CHECK(gt.calibration.sustained == doctest::Approx(1.4251));
     CHECK(gt.calibration.fp8_gemm == doctest::Approx(1.2718));  // h100-sxm-ib's, not refitted here
+  }
+
+  TEST_CASE("recorded fit: h100-grand-teton's allocator is the optimum of its memory runs (x 1)") {
+    // hardware/h100-grand-teton.yaml carries calibration.allocator from `paraplan calibrate
+    // runs` over the peak memory of the same eight 8B runs (their -memory case files,
+    // --knobs allocator). Re-fitting against the file finds nothing left to move.
+    std::vector<ValidationCase> runs;
+    for (const char* f : {"torchtitan-llama31-8b-8gpu-fsdp", "torchtitan-llama31-8b-8gpu-fsdp-compile",
+                          "torchtitan-llama31-8b-8gpu-fsdp-compile-float8", "torchtitan-llama31-8b-128gpu-fsdp",
+                          "torchtitan-llama31-8b-128gpu-fsdp-compile", "torchtitan-llama31-8b-128gpu-fsdp-compile-float8",
+                          "torchtitan-llama31-8b-8gpu-cp1-32k", "torchtitan-llama31-8b-8gpu-cp2-64k"}) {
+      for (ValidationCase& c : load_cases(source(("validation/" + std::string(f) + "-memory.yaml").c_str()))) {
+        CHECK(c.calibration);  // declared fitted
+        CHECK(c.metric == Metric::MemoryGib);
+        runs.push_back(std::move(c));
+      }
+    }
+    REQUIRE(runs.size() == 8);
+    const RunsFit fit = calibrate_runs(runs, {"allocator"});
+    CHECK(fit.values[0] == doctest::Approx(1.0).epsilon(2e-3));
+    CHECK(fit.mean_loo_pct < 5.0);
+    CHECK(load_hardware("h100-grand-teton").calibration.allocator == doctest::Approx(1.0785));
+
+    // What the knob adds: (allocator - 1) x the step's transient tensors (activations and
+    // buffers) of the worst stage, reported inside `reserve`; weights, gradients and optimizer
+    // states are untouched.
+    Plan p = runs.front().plan;
+    const MemoryEstimate with = estimate_memory(p);
+    p.hardware.calibration.allocator = 1;
+    const MemoryEstimate without = estimate_memory(p);
+    const StageMemory& a = with.stages[static_cast<std::size_t>(with.worst_stage)];
+    const StageMemory& b = without.stages[static_cast<std::size_t>(without.worst_stage)];
+    CHECK(a.weights + a.gradients + a.optimizer_states == doctest::Approx(b.weights + b.gradients + b.optimizer_states));
+    CHECK(a.total - b.total == doctest::Approx(0.0785 * (b.activations + b.buffers)));
+    CHECK(a.allocator_excess == doctest::Approx(0.0785 * (b.activations + b.buffers)));
+    CHECK(b.allocator_excess == 0);
   }
 
   TEST_CASE("an isolated case runs without the sustained training rate") {

@@ -563,10 +563,14 @@ TEST_SUITE("cost.memory") {
           doctest::Approx(3 * 12 * per_layer + 2 * (50257.0 / 8 * H + 2048 * H)).epsilon(1e-12));
     CHECK(e.stages[7].weights ==
           doctest::Approx(3 * 12 * per_layer + 2 * (2 * H + 50257.0 / 8 * H)).epsilon(1e-12));
-    // ZeRO-3 shards both kinds over DP = 4.
+    // ZeRO-3 shards the BF16 weights over DP = 4 and keeps no FP8 copy of a shard: each
+    // gathered layer is cast for its GEMMs and the cast dropped with it, so the prefetch
+    // buffer holds two gathered layers in BF16 and one layer's FP8 cast (2 x 2 + 1 B).
     p.strategy.training.zero = 3;
-    CHECK(estimate_memory(p).stages[0].weights ==
-          doctest::Approx((3 * 12 * per_layer + 2 * (50257.0 / 8 * H + 2048 * H)) / 4).epsilon(1e-12));
+    const MemoryEstimate z = estimate_memory(p);
+    CHECK(z.stages[0].weights ==
+          doctest::Approx((2 * 12 * per_layer + 2 * (50257.0 / 8 * H + 2048 * H)) / 4).epsilon(1e-12));
+    CHECK(part(z.stages[3].buffer_parts, "zero3_prefetch") == doctest::Approx(5 * per_layer).epsilon(1e-12));
   }
 
   TEST_CASE("FP8: GEMM inputs kept for the weight gradient are the 1-byte FP8 copies") {
@@ -781,6 +785,26 @@ TEST_SUITE("cost.memory") {
 }
 
 TEST_SUITE("cost.memory") {
+  TEST_CASE("eager elementwise keeps the FP32 norm input and the SwiGLU product's silu output") {
+    // torchtitan without torch.compile (pytorch/torchtitan@9dec370 torchtitan/models/norms.py,
+    // models/llama/model.py): RMSNorm in FP32 leaves autograd x.float() (pow's input, 4 B) and
+    // the normalized BF16 tensor (the weight multiply's), 4 B per element more than a fused
+    // norm's BF16 input; silu(x W1) * (x W3) keeps silu's output, 2 B per FFN element more.
+    // Llama 3 70B at TP8 without SP, micro-batch 1: T = 8192 tokens on every rank, h 8192,
+    // FFN 28672 / 8 = 3584 per rank; two norms per layer. A LayerNorm (one ATen kernel, eager
+    // or not) adds nothing.
+    Plan p = make_plan("llama3-70b", "h100-sxm-ib", 8, 1, 1, 1, 1, false);
+    const double fused = layer_bytes(p);
+    p.strategy.training.eager_elementwise = true;
+    const double eager = layer_bytes(p);
+    const double T = 8192, h = 8192, f = 3584;
+    CHECK(eager - fused == doctest::Approx(2 * T * h * 4 + T * f * 2));
+    p.model.norm = NormKind::LayerNorm;
+    const double layernorm_eager = layer_bytes(p);
+    p.strategy.training.eager_elementwise = false;
+    CHECK(layernorm_eager - layer_bytes(p) == doctest::Approx(T * f * 2));
+  }
+
   TEST_CASE("FP8 parameters hold each linear weight in 1 B instead of BF16 beside an FP8 copy") {
     // GPT-3 175B at TP8 PP8, FP8 GEMMs: 12 layers per stage, each with 12 h^2 linear weights
     // (QKV 3h^2, output h^2, FC1 4h^2, FC2 4h^2; Megatron --fp8-param-gather, NeMo
