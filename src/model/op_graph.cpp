@@ -297,11 +297,24 @@ void add_transformer_layer(const Ctx& c, std::vector<Op>& ops, bool moe, const s
     // stages are the communication model's): copies in expert order, and back with the
     // top-k weighted sum.
     const double copies = c.tok.per_expert_slowest * c.tok.experts_per_rank;
-    // Gathers by index: the index build and the row gather, two kernels each way.
-    Op permute = memory("permute", Module::Experts, 2 * copies * h * kAct, 2 * copies * h * kAct,
-                        MemClass::Permute, 2);
-    Op unpermute = memory("unpermute", Module::Experts, 2 * copies * h * kAct, 2 * copies * h * kAct,
-                          MemClass::Permute, 2);
+    // Gathers by index: the index build and the row gather, two kernels each way: the rank's
+    // top-k copies read and written.
+    // After an all-gather dispatch a rank holds the whole EP group's tokens (Megatron-Core's
+    // MoEAllGatherTokenDispatcher gathers [S B EP, H] and restores that shape after the
+    // experts; NVIDIA/Megatron-LM@d98e8a64dd megatron/core/transformer/moe/token_dispatcher.py,
+    // dispatch_postprocess, moe_utils.py unpermute), and each of the four passes moves the
+    // gathered buffer once beside the kept copies: the permute scans the gathered rows for
+    // the local experts' tokens, the unpermute writes every gathered row (zero where no local
+    // expert took the token) for the reduce-scatter, and their backwards the same in reverse.
+    // The seeds' EP16 profile times the four alike (permute 5.2, unpermute 5.4, backward 5.2
+    // and 7.7 ms; SEED_DIGEST.md sec. 4), where moving the kept copies alone would make the
+    // unpermute the permute's double.
+    const Dispatch d = c.s.moe.dispatch;
+    const bool gathered = d == Dispatch::AllGather || d == Dispatch::SendRecvAllGather;
+    const double rows = gathered ? copies + static_cast<double>(c.s.parallel.ep) * c.s.parallel.etp * c.tok.per_rank_moe
+                                 : 2 * copies;
+    Op permute = memory("permute", Module::Experts, rows * h * kAct, rows * h * kAct, MemClass::Permute, 2);
+    Op unpermute = memory("unpermute", Module::Experts, rows * h * kAct, rows * h * kAct, MemClass::Permute, 2);
     permute.per_die = unpermute.per_die = per_die;
     // Dropless MoE copies the token counts per expert to the host (grouped-GEMM sizes,
     // all-to-all splits) and waits for them: the stream drains once per forward.

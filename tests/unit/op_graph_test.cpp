@@ -203,6 +203,26 @@ TEST_SUITE("model.op_graph") {
     CHECK(expert_flops == doctest::Approx(4096.0 * 8 * 6 * 7168 * 2048));
   }
 
+  TEST_CASE("after an all-gather dispatch the permutes move the gathered rows beside the kept copies") {
+    // br166-ep16-mb2: 4096 tokens per die, EP16 over dies, 16 experts per rank of 2048 tokens
+    // each = 32768 kept copies; the all-gather leaves 16 x 4096 = 65536 rows on each rank
+    // (Megatron-Core's MoEAllGatherTokenDispatcher: [S B EP, H]). Each pass moves both once:
+    // (32768 + 65536) x 7168 x 2 B, forward and backward, permute and unpermute alike. An
+    // all-to-all delivers only the copies: they are read and written, 2 x 32768 x 7168 x 2 B.
+    Plan p = load_plan("br166-ep16-mb2");
+    REQUIRE(p.strategy.moe.dispatch == Dispatch::AllGather);
+    auto gathered = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    const Layer& g = layer(gathered, LayerKind::Moe);
+    const double rows = (32768.0 + 65536.0) * 7168 * 2;
+    CHECK(op(g, "permute").bytes == doctest::Approx(rows));
+    CHECK(op(g, "unpermute").bytes == doctest::Approx(rows));
+    CHECK(op(g, "permute.bwd", Phase::InputGrad).bytes == doctest::Approx(rows));
+    CHECK(op(g, "unpermute.bwd", Phase::InputGrad).bytes == doctest::Approx(rows));
+    p.strategy.moe.dispatch = Dispatch::DeepEp;
+    auto a2a = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    CHECK(op(layer(a2a, LayerKind::Moe), "unpermute").bytes == doctest::Approx(2 * 32768.0 * 7168 * 2));
+  }
+
   TEST_CASE("the slowest rank's load scales the expert GEMMs, not the dense ones") {
     Plan p = load_plan("br166-ep16-mb2");
     auto base = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
