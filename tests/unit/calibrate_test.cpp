@@ -530,6 +530,27 @@ TEST_SUITE("calibrate.mamf") {
   }
 }
 
+namespace {
+
+// The eight Llama 3.1 8B rows of the torchtitan page h100-grand-teton is fitted to (their
+// case files with `suffix`: "" for the throughput, "-memory" for the peak memory), each
+// declared fitted.
+std::vector<ValidationCase> grand_teton_runs(const std::string& suffix) {
+  std::vector<ValidationCase> runs;
+  for (const char* f : {"torchtitan-llama31-8b-8gpu-fsdp", "torchtitan-llama31-8b-8gpu-fsdp-compile",
+                        "torchtitan-llama31-8b-8gpu-fsdp-compile-float8", "torchtitan-llama31-8b-128gpu-fsdp",
+                        "torchtitan-llama31-8b-128gpu-fsdp-compile", "torchtitan-llama31-8b-128gpu-fsdp-compile-float8",
+                        "torchtitan-llama31-8b-8gpu-cp1-32k", "torchtitan-llama31-8b-8gpu-cp2-64k"}) {
+    for (ValidationCase& c : load_cases(source(("validation/" + std::string(f) + suffix + ".yaml").c_str()))) {
+      CHECK(c.calibration);  // declared fitted
+      runs.push_back(std::move(c));
+    }
+  }
+  return runs;
+}
+
+}  // namespace
+
 TEST_SUITE("calibrate.runs") {
   std::string source(const char* rel) { return (fs::path(PARAPLAN_SOURCE_DIR) / rel).string(); }
 
@@ -640,17 +661,7 @@ TEST_SUITE("calibrate.runs") {
     // torchtitan page (--knobs sustained,attention). Re-fitting against the file must find
     // nothing left to move; a changed model or case makes this fail until the command is
     // re-run and its figures recorded.
-    std::vector<ValidationCase> runs;
-    for (const char* f : {"torchtitan-llama31-8b-8gpu-fsdp", "torchtitan-llama31-8b-8gpu-fsdp-compile",
-                          "torchtitan-llama31-8b-8gpu-fsdp-compile-float8", "torchtitan-llama31-8b-128gpu-fsdp",
-                          "torchtitan-llama31-8b-128gpu-fsdp-compile", "torchtitan-llama31-8b-128gpu-fsdp-compile-float8",
-                          "torchtitan-llama31-8b-8gpu-cp1-32k", "torchtitan-llama31-8b-8gpu-cp2-64k"}) {
-      for (ValidationCase& c :
-           load_cases((fs::path(PARAPLAN_SOURCE_DIR) / "validation" / (std::string(f) + ".yaml")).string())) {
-        CHECK(c.calibration);  // declared fitted
-        runs.push_back(std::move(c));
-      }
-    }
+    const std::vector<ValidationCase> runs = grand_teton_runs("");
     REQUIRE(runs.size() == 8);
     const RunsFit fit = calibrate_runs(runs, {"sustained", "attention"});
     CHECK(fit.values[0] == doctest::Approx(1.0).epsilon(2e-3));
@@ -665,18 +676,9 @@ TEST_SUITE("calibrate.runs") {
     // hardware/h100-grand-teton.yaml carries calibration.allocator from `paraplan calibrate
     // runs` over the peak memory of the same eight 8B runs (their -memory case files,
     // --knobs allocator). Re-fitting against the file finds nothing left to move.
-    std::vector<ValidationCase> runs;
-    for (const char* f : {"torchtitan-llama31-8b-8gpu-fsdp", "torchtitan-llama31-8b-8gpu-fsdp-compile",
-                          "torchtitan-llama31-8b-8gpu-fsdp-compile-float8", "torchtitan-llama31-8b-128gpu-fsdp",
-                          "torchtitan-llama31-8b-128gpu-fsdp-compile", "torchtitan-llama31-8b-128gpu-fsdp-compile-float8",
-                          "torchtitan-llama31-8b-8gpu-cp1-32k", "torchtitan-llama31-8b-8gpu-cp2-64k"}) {
-      for (ValidationCase& c : load_cases(source(("validation/" + std::string(f) + "-memory.yaml").c_str()))) {
-        CHECK(c.calibration);  // declared fitted
-        CHECK(c.metric == Metric::MemoryGib);
-        runs.push_back(std::move(c));
-      }
-    }
+    const std::vector<ValidationCase> runs = grand_teton_runs("-memory");
     REQUIRE(runs.size() == 8);
+    for (const ValidationCase& c : runs) CHECK(c.metric == Metric::MemoryGib);
     const RunsFit fit = calibrate_runs(runs, {"allocator"});
     CHECK(fit.values[0] == doctest::Approx(1.0).epsilon(2e-3));
     CHECK(fit.mean_loo_pct < 5.0);
