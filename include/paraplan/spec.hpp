@@ -560,7 +560,7 @@ struct SearchSpace {
   [[nodiscard]] bool loss_eager() const { return eager_loss < 0 ? eager_elementwise : eager_loss == 1; }
   [[nodiscard]] bool loss_unfused() const { return eager_loss == 2; }
   bool fp8_storage = false;        ///< training.fp8_storage
-  bool fp8_params = false;         ///< training.fp8_params
+  Choice<bool> fp8_params;         ///< training.fp8_params (false when absent; auto: false and, with fp8, true)
   bool bf16_grads = false;         ///< training.grad_precision: bf16
   bool repeat_kv = false;          ///< training.repeat_kv
   Choice<CpComm> cp_comm;          ///< training.cp_comm (p2p when absent; explored where cp > 1)

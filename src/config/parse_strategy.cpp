@@ -214,6 +214,7 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
     choice.read(t, "zero", sp.zero, count(0, 3));
     choice.read(t, "optimizer", sp.optimizer, enumeration(kOptimizerNames));
     choice.read(t, "optimizer_offload", sp.optimizer_offload, boolean);
+    choice.read(t, "fp8_params", sp.fp8_params, boolean);
     choice.read(t, "activation_offload", sp.activation_offload, boolean);
     if (auto v = t.enumeration("elementwise", EnumNames<bool>{{"fused", false}, {"eager", true}})) {
       sp.eager_elementwise = *v;
@@ -222,7 +223,6 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
       sp.eager_loss = *v;
     }
     if (auto v = t.boolean("fp8_storage")) sp.fp8_storage = *v;
-    if (auto v = t.boolean("fp8_params")) sp.fp8_params = *v;
     if (auto v = t.enumeration("grad_precision", EnumNames<bool>{{"fp32", false}, {"bf16", true}})) {
       sp.bf16_grads = *v;
     }
@@ -314,7 +314,7 @@ Strategy read_strategy(const Node& root, Diags& diags) {
   s.training.eager_loss = sp.loss_eager();
   s.training.unfused_loss = sp.loss_unfused();
   s.training.fp8_storage = sp.fp8_storage;
-  s.training.fp8_params = sp.fp8_params;
+  s.training.fp8_params = first_or(sp.fp8_params, false);
   s.training.bf16_grads = sp.bf16_grads;
   s.training.repeat_kv = sp.repeat_kv;
   s.training.cp_comm = first_or(sp.cp_comm, CpComm::P2p);

@@ -68,7 +68,7 @@ std::string training_short(const Strategy& s) {
   out += " Z" + std::to_string(s.training.zero);
   if (s.training.optimizer_offload) out += " optim@host";
   if (s.training.activation_offload) out += " act@host";
-  if (s.training.precision == Precision::Fp8) out += " fp8";
+  if (s.training.precision == Precision::Fp8) out += s.training.fp8_params ? " fp8-params" : " fp8";
   return out;
 }
 
@@ -279,7 +279,8 @@ std::string rank_csv(const std::vector<Estimate>& all) {
          "optimizer_offload,activation_offload,precision,dispatch,routing,schedule,feasible,step_time_s,"
          "tokens_per_device_per_s,tokens_per_die_per_s,mfu,hfu,compute_s,tp_comm_s,ep_comm_s,pp_comm_s,"
          "dp_comm_s,pp_bubble_s,optimizer_s,queueing_s,offload_s,weights_bytes,gradients_bytes,"
-         "optimizer_states_bytes,activations_bytes,buffers_bytes,reserve_bytes,total_bytes,capacity_bytes,chunks\n";
+         "optimizer_states_bytes,activations_bytes,buffers_bytes,reserve_bytes,total_bytes,capacity_bytes,chunks,"
+         "fp8_params\n";
   for (const Estimate& e : all) {
     const Strategy& s = e.strategy;
     const Parallel& p = s.parallel;
@@ -297,7 +298,7 @@ std::string rank_csv(const std::vector<Estimate>& all) {
         << ',' << e.memory_bytes.weights << ',' << e.memory_bytes.gradients << ','
         << e.memory_bytes.optimizer_states << ',' << e.memory_bytes.activations << ',' << e.memory_bytes.buffers
         << ',' << e.memory_bytes.reserve << ',' << e.memory_bytes.total << ',' << e.memory_bytes.capacity << ','
-        << s.moe.chunks << '\n';
+        << s.moe.chunks << ',' << s.training.fp8_params << '\n';
   }
   return out.str();
 }

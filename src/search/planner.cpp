@@ -485,7 +485,7 @@ auto strategy_tuple(const Strategy& s) {
                          s.training.micro_batch, static_cast<int>(s.training.recompute.mode), modules,
                          s.training.zero, static_cast<int>(s.training.optimizer),
                          s.training.optimizer_offload, s.training.activation_offload, s.training.unfused_attention,
-                         static_cast<int>(s.training.precision), static_cast<int>(s.moe.dispatch),
+                         static_cast<int>(s.training.precision), s.training.fp8_params, static_cast<int>(s.moe.dispatch),
                          s.moe.chunks, static_cast<int>(s.moe.routing), static_cast<int>(s.schedule));
 }
 
@@ -541,6 +541,7 @@ struct TrainingChoice {
   Optimizer optimizer;
   bool optimizer_offload, activation_offload;
   Precision precision;
+  bool fp8_params;
 };
 
 // One parallel layout and schedule: the outer part of a candidate.
@@ -615,6 +616,7 @@ struct Enumeration {
     s.training.optimizer_offload = c.optimizer_offload;
     s.training.activation_offload = c.activation_offload;
     s.training.precision = c.precision;
+    s.training.fp8_params = c.fp8_params;
     s.moe.dispatch = dispatches[(j / nr) % nd].dispatch;
     s.moe.chunks = dispatches[(j / nr) % nd].chunks;
     s.moe.routing = routings[j % nr];
@@ -705,6 +707,8 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
   std::vector<Precision> prec_auto{Precision::Bf16};
   if (hw.device.peak(Dtype::Fp8) > 0) prec_auto.push_back(Precision::Fp8);
   const auto precs = pick(sp.precision, prec_auto, std::vector<Precision>{Precision::Bf16});
+  // FP8 parameters only mean something with FP8 GEMMs: BF16 candidates take false alone.
+  const auto fp8ps = pick(sp.fp8_params, std::vector<bool>{false, true}, std::vector<bool>{false});
   const auto schemes = moe ? pick(sp.dispatch, std::vector<Dispatch>{Dispatch::AllGather, Dispatch::AllToAll,
                                                                       Dispatch::DeepEp, Dispatch::SendRecvAllGather,
                                                                       Dispatch::SendRecvDeepEp})
@@ -732,7 +736,11 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
             for (Optimizer opt : opts)
               for (bool off : offs)
                 for (bool aoff : aoffs)
-                  for (Precision prec : precs) e.training.push_back({mb, gb, spar, rc, zero, opt, off, aoff, prec});
+                  for (Precision prec : precs)
+                    for (bool fp8p : fp8ps) {
+                      if (fp8p && prec != Precision::Fp8) continue;
+                      e.training.push_back({mb, gb, spar, rc, zero, opt, off, aoff, prec, fp8p});
+                    }
   e.inner_size = e.training.size() * e.dispatches.size() * e.routings.size();
 
   Strategy& base = e.base;
@@ -743,7 +751,6 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
   base.moe.fp8_dispatch = sp.fp8_dispatch;
   base.moe.gate_at_swiglu = sp.gate_at_swiglu;
   base.training.fp8_storage = sp.fp8_storage;
-  base.training.fp8_params = sp.fp8_params;
   base.training.bf16_grads = sp.bf16_grads;
   base.training.repeat_kv = sp.repeat_kv;
   base.overlap = sp.overlap;
@@ -947,7 +954,9 @@ std::string search_key(const SearchSpace& sp, const SearchOptions& o) {
                                &sp.micro_batch, &sp.zero, &sp.global_batch, &sp.chunks}) {
     put(k, *c);
   }
-  for (const Choice<bool>* c : {&sp.sp, &sp.ep_over_dies, &sp.optimizer_offload, &sp.activation_offload}) put(k, *c);
+  for (const Choice<bool>* c : {&sp.sp, &sp.ep_over_dies, &sp.optimizer_offload, &sp.activation_offload, &sp.fp8_params}) {
+    put(k, *c);
+  }
   put(k, sp.precision);
   put(k, sp.recompute);
   put(k, sp.optimizer);
@@ -961,7 +970,7 @@ std::string search_key(const SearchSpace& sp, const SearchOptions& o) {
                 static_cast<int>(sp.collective_algorithm), o.top, static_cast<int>(o.objective), o.resimulate}) {
     raw(k, v);
   }
-  for (bool v : {sp.embedding_in_split, sp.loss_in_split, sp.unfused_attention, sp.eager_elementwise, sp.fp8_storage, sp.fp8_params,
+  for (bool v : {sp.embedding_in_split, sp.loss_in_split, sp.unfused_attention, sp.eager_elementwise, sp.fp8_storage,
                  sp.bf16_grads, sp.repeat_kv, sp.fp8_dispatch, sp.gate_at_swiglu, sp.overlap.ep, sp.overlap.dp, sp.overlap.tp,
                  sp.overlap.pp, o.keep_all}) {
     raw(k, v);

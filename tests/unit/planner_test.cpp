@@ -314,6 +314,9 @@ TEST_SUITE("search.planner") {
     sp = space.space;
     sp.precision.auto_values = true;
     CHECK(candidates(sp) == 2 * base);
+    // FP8 parameters: with BF16 and FP8 tried, true only beside FP8 (3 training choices, not 4)
+    sp.fp8_params.auto_values = true;
+    CHECK(candidates(sp) == 3 * base);
     // recompute: none, selective, full, op; by module each of core_attn, layernorm, moe,
     // moe_act (Mixtral: GQA, every FFN a MoE without shared experts) and all four: 9
     sp = space.space;
@@ -485,6 +488,37 @@ TEST_SUITE("search.properties") {
 }
 
 TEST_SUITE("search.planner") {
+  TEST_CASE("fp8_params is a search dimension beside FP8: 2 B less per linear weight, and 70B fits on 16 H100") {
+    // Llama 3 70B on 2 H100 nodes, TP 8 PP 2 DP 1, FP8 GEMMs, ZeRO-1: 40 layers per stage,
+    // each with the linear weights q and o (h^2 each), k and v (h x 1024 each), gate, up and
+    // down (h x 28672 each), h = 8192, split over TP 8. Without FP8 parameters they weigh 2 B
+    // (BF16) + 1 B (FP8 copy), with them 1 B. Per rank 40 x 855.6 M / 8 = 4.28 B linear
+    // weights, 19 B each with Adam and FP32 gradients over DP 1: 81 GB, over the 80 GiB of an
+    // H100 with the rest; FP8 parameters take 8.6 GB off and the plan fits.
+    const char* yaml =
+        "hardware: h100-sxm-ib\nmodel: llama3-70b\nnodes: 2\n"
+        "parallel: {tp: 8, pp: 2, sp: true}\n"
+        "training: {micro_batch: 1, global_batch: 16, precision: fp8, recompute: full, fp8_params: auto}\n"
+        "schedule: [1f1b]\ntop: 100\n";
+    SpacePlan space = parse_space(yaml, "fp8p.space.yaml");
+    Planner planner(space.hardware, space.model);
+    SearchOptions o;
+    o.keep_all = true;
+    const SearchResult r = planner.search(space.space, o);
+    REQUIRE(r.all.size() == 2);
+    const Estimate& off = r.all[0].strategy.training.fp8_params ? r.all[1] : r.all[0];
+    const Estimate& on = r.all[0].strategy.training.fp8_params ? r.all[0] : r.all[1];
+    REQUIRE(on.strategy.training.fp8_params);
+    REQUIRE_FALSE(off.strategy.training.fp8_params);
+    const double h = 8192;
+    const double linear = 40 * (2 * h * h + 2 * h * 1024 + 3 * h * 28672) / 8;
+    // (the layers' norm weights, 2 h per layer or 0.015% of the rest, go with them)
+    CHECK(off.memory_bytes.weights - on.memory_bytes.weights == doctest::Approx(2 * linear).epsilon(5e-4));
+    CHECK_FALSE(off.feasible);
+    CHECK(on.feasible);
+    CHECK(r.feasible == 1);
+  }
+
   TEST_CASE("cp_comm is a search dimension where cp > 1") {
     // Llama 3 70B on 4 H100 nodes, TP 8, CP 1 or 2: with `cp_comm: auto` every CP 2 layout
     // comes in the four schemes, CP 1 once; without the key, p2p only.
