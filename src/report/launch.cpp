@@ -267,7 +267,7 @@ std::string megatron(const Plan& plan) {
   arg("--bf16");
   if (t.precision == Precision::Fp8) {
     arg("--fp8-format hybrid");
-    if (t.fp8_storage || t.fp8_params) arg("--fp8-param-gather");
+    if (t.fp8_weights_only()) arg("--fp8-param-gather");
   }
   if (t.bf16_grads) arg("--grad-reduce-in-bf16");
 

@@ -487,6 +487,18 @@ TEST_SUITE("search.properties") {
   }
 }
 
+namespace {
+
+// Every candidate of `sp` on the space's hardware and model, each with its estimate.
+SearchResult search_all(const SpacePlan& space, const SearchSpace& sp) {
+  Planner planner(space.hardware, space.model);
+  SearchOptions o;
+  o.keep_all = true;
+  return planner.search(sp, o);
+}
+
+}  // namespace
+
 TEST_SUITE("search.planner") {
   TEST_CASE("fp8_params is a search dimension beside FP8: 2 B less per linear weight, and 70B fits on 16 H100") {
     // Llama 3 70B on 2 H100 nodes, TP 8 PP 2 DP 1, FP8 GEMMs, ZeRO-1: 40 layers per stage,
@@ -500,11 +512,8 @@ TEST_SUITE("search.planner") {
         "parallel: {tp: 8, pp: 2, sp: true}\n"
         "training: {micro_batch: 1, global_batch: 16, precision: fp8, recompute: full, fp8_params: auto}\n"
         "schedule: [1f1b]\ntop: 100\n";
-    SpacePlan space = parse_space(yaml, "fp8p.space.yaml");
-    Planner planner(space.hardware, space.model);
-    SearchOptions o;
-    o.keep_all = true;
-    const SearchResult r = planner.search(space.space, o);
+    const SpacePlan space = parse_space(yaml, "fp8p.space.yaml");
+    const SearchResult r = search_all(space, space.space);
     REQUIRE(r.all.size() == 2);
     const Estimate& off = r.all[0].strategy.training.fp8_params ? r.all[1] : r.all[0];
     const Estimate& on = r.all[0].strategy.training.fp8_params ? r.all[0] : r.all[1];
@@ -528,10 +537,7 @@ TEST_SUITE("search.planner") {
         "training: {micro_batch: 1, global_batch: 64, seq_len: 32768, recompute: full, cp_comm: auto}\n"
         "schedule: [1f1b]\ntop: 100\n";
     SpacePlan space = parse_space(yaml, "cp.space.yaml");
-    Planner planner(space.hardware, space.model);
-    SearchOptions o;
-    o.keep_all = true;
-    SearchResult r = planner.search(space.space, o);
+    const SearchResult r = search_all(space, space.space);
     std::map<int, int> schemes_cp2;
     int cp1 = 0;
     for (const Estimate& e : r.all) {
@@ -541,7 +547,7 @@ TEST_SUITE("search.planner") {
     CHECK(schemes_cp2.size() == 4);
     CHECK(cp1 == 1);
     space.space.cp_comm = Choice<CpComm>{};
-    SearchResult p2p = planner.search(space.space, o);
+    const SearchResult p2p = search_all(space, space.space);
     REQUIRE_FALSE(p2p.all.empty());
     for (const Estimate& e : p2p.all) CHECK(e.strategy.training.cp_comm == CpComm::P2p);
     CHECK(p2p.candidates < r.candidates);
