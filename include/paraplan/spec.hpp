@@ -313,6 +313,13 @@ struct AttentionSpec {
   int qk_nope_head_dim = 0;  ///< MLA
   int qk_rope_head_dim = 0;  ///< MLA decoupled RoPE dim
   int v_head_dim = 0;        ///< MLA
+  /// Sliding-window attention (Mistral, Gemma 2/3, GPT-OSS, Qwen2's use_sliding_window): a
+  /// query attends to at most this many keys, itself included; 0 = the whole causal context.
+  int window = 0;
+  /// How many of the layers use the window (the rest attend to the whole context): Gemma 2
+  /// and GPT-OSS alternate, Gemma 3 has five local layers to one global. Costed as the
+  /// model's mix on every layer; equals `layers` when `window` is set alone.
+  int window_layers = 0;
 };
 
 /// Dense feed-forward block.

@@ -18,13 +18,14 @@
 namespace paraplan::config {
 namespace {
 
-enum class Family { DeepseekV2, DeepseekV3, GptNeox, Llama, Mixtral, Qwen3, Qwen3Moe };
+enum class Family { DeepseekV2, DeepseekV3, GptNeox, Llama, Mistral, Mixtral, Qwen3, Qwen3Moe };
 
 const std::vector<std::pair<std::string, Family>>& families() {
   static const std::vector<std::pair<std::string, Family>> all{
       {"deepseek_v2", Family::DeepseekV2}, {"deepseek_v3", Family::DeepseekV3},
       {"gpt_neox", Family::GptNeox},       {"llama", Family::Llama},
-      {"mixtral", Family::Mixtral},        {"qwen3", Family::Qwen3},
+      {"mistral", Family::Mistral},        {"mixtral", Family::Mixtral},
+      {"qwen3", Family::Qwen3},
       {"qwen3_moe", Family::Qwen3Moe}};
   return all;
 }
@@ -40,6 +41,8 @@ const char* class_name(Family f) {
       return "GPTNeoXConfig";
     case Family::Llama:
       return "LlamaConfig";
+    case Family::Mistral:
+      return "MistralConfig";
     case Family::Mixtral:
       return "MixtralConfig";
     case Family::Qwen3:
@@ -183,6 +186,7 @@ class Keys {
     return n != nullptr ? n->loc : root_.loc;
   }
   [[nodiscard]] const Loc& root_loc() const { return root_.loc; }
+  [[nodiscard]] Diags& diags() const { return reader_.diags(); }
 
   std::optional<int> count(std::string_view key, Need need, int lo = 1, int hi = kMaxDim) {
     use(key);
@@ -219,6 +223,22 @@ class Keys {
     for (const Node& item : n->items) {
       if (auto v = reader_.scalars().integer(item, key, lo, hi))
         out.push_back(static_cast<int>(*v));
+    }
+    return out;
+  }
+
+  /// A list of strings; absent or null = empty.
+  std::vector<std::string> text_list(std::string_view key) {
+    use(key);
+    std::vector<std::string> out;
+    const Node* n = reader_.get(key);
+    if (n == nullptr) return out;
+    if (!n->is_seq()) {
+      reader_.diags().error(n->loc, "`" + std::string(key) + "` must be a list");
+      return out;
+    }
+    for (const Node& item : n->items) {
+      if (auto v = reader_.scalars().text(item, key)) out.push_back(*v);
     }
     return out;
   }
@@ -437,6 +457,51 @@ HfTree hf_model_tree(const Node& root, const std::string& display, const HfOptio
           "qk-norm (an RMSNorm over each head's query and key) is not modelled: 2 x head_dim "
           "parameters per layer and a small elementwise pass are left out");
     }
+
+    // Sliding-window attention: which layers attend through `sliding_window`. transformers
+    // lists them in `layer_types` where a config has it; Qwen3 (use_sliding_window) windows
+    // the layers from max_window_layers on (Qwen3Config builds layer_types so); Mistral and
+    // Mixtral window every layer when sliding_window is set (null = none).
+    std::optional<int> windowed;
+    std::string window_rule;
+    Loc window_loc = at_root;
+    if (k.present("layer_types")) {
+      const std::vector<std::string> types = k.text_list("layer_types");
+      windowed = static_cast<int>(std::count(types.begin(), types.end(), "sliding_attention"));
+      window_rule = "layer_types: " + str(*windowed) + " of " + str(static_cast<int>(types.size())) +
+                    " sliding_attention";
+      window_loc = k.loc("layer_types");
+      if (layers && static_cast<int>(types.size()) != *layers) {
+        k.diags().error(window_loc, "`layer_types` lists " + str(static_cast<int>(types.size())) +
+                                        " layers, `num_hidden_layers` is " + str(*layers));
+        windowed.reset();
+      }
+    } else if (qwen) {
+      const bool on = k.present("use_sliding_window") && k.flag("use_sliding_window").value_or(false);
+      if (on && layers) {
+        const int from = k.present("max_window_layers")
+                             ? k.count("max_window_layers", Need::Optional, 0, kMaxDim).value_or(0)
+                             : 0;
+        windowed = std::max(0, *layers - std::min(from, *layers));
+        window_rule = "use_sliding_window: layers from max_window_layers " + str(from) + " on";
+        window_loc = k.loc("use_sliding_window");
+      } else if (k.present("use_sliding_window")) {
+        k.use("use_sliding_window");
+      }
+    } else if ((fam == Family::Mistral || fam == Family::Mixtral) && k.present("sliding_window") && layers) {
+      windowed = *layers;
+      window_rule = "sliding_window: every layer (" + std::string(class_name(fam)) + ")";
+      window_loc = k.loc("sliding_window");
+    }
+    if (windowed && *windowed > 0) {
+      if (auto w = k.count("sliding_window", Need::Required, 1, 1 << 28)) {
+        b.put("attention.window", str(*w), k.loc("sliding_window"), "sliding_window");
+        b.put("attention.window_layers", str(*windowed), window_loc, window_rule);
+      }
+    } else if (k.present("sliding_window") || k.null("sliding_window")) {
+      k.use("sliding_window");  // no layer attends through it
+      if (k.present("max_window_layers")) k.use("max_window_layers");
+    }
   }
 
   // ---- feed-forward -------------------------------------------------------------------
@@ -594,15 +659,6 @@ HfTree hf_model_tree(const Node& root, const std::string& display, const HfOptio
   }
 
   // Things the schema cannot say, worth a line.
-  if (auto v = k.peek_text("use_sliding_window"); v && *v == "true") {
-    out.notes.push_back(
-        "sliding-window attention (use_sliding_window) is not modelled: attention is costed over "
-        "the "
-        "whole sequence");
-  } else if (fam == Family::Mixtral && k.present("sliding_window")) {
-    out.notes.push_back(
-        "sliding_window is not modelled: attention is costed over the whole sequence");
-  }
   if (neox) {
     if (auto v = k.peek_text("use_parallel_residual"); v && *v == "true") {
       out.notes.push_back(

@@ -18,7 +18,7 @@ const EnumNames<PositionEmbedding> kPositionNames{{"rope", PositionEmbedding::Ro
 
 constexpr int kMaxDim = 1 << 24;
 
-AttentionSpec read_attention(MapReader& root, int hidden, Diags& diags) {
+AttentionSpec read_attention(MapReader& root, int hidden, int layers, Diags& diags) {
   AttentionSpec a;
   const Node* node = root.get("attention", Need::Required);
   MapReader r(node, diags, "attention", root.loc());
@@ -65,6 +65,20 @@ AttentionSpec read_attention(MapReader& root, int hidden, Diags& diags) {
     if (auto v = r.count("qk_nope_head_dim", Need::Required, 1, kMaxDim)) a.qk_nope_head_dim = *v;
     if (auto v = r.count("qk_rope_head_dim", Need::Required, 0, kMaxDim)) a.qk_rope_head_dim = *v;
     if (auto v = r.count("v_head_dim", Need::Required, 1, kMaxDim)) a.v_head_dim = *v;
+  }
+  if (auto v = r.count("window", Need::Optional, 1, 1 << 28)) {
+    a.window = *v;
+    a.window_layers = layers;
+  }
+  if (auto v = r.count("window_layers", Need::Optional, 0, 1 << 16)) {
+    if (a.window == 0) {
+      diags.error(r.get("window_layers")->loc, "`attention.window_layers` needs `attention.window`");
+    } else if (layers > 0 && *v > layers) {
+      diags.error(r.get("window_layers")->loc, "`attention.window_layers` " + std::to_string(*v) +
+                                                   " exceeds `layers` " + std::to_string(layers));
+    } else {
+      a.window_layers = *v;
+    }
   }
   r.finish();
   return a;
@@ -129,7 +143,7 @@ ModelSpec read_model(const Node& root, Diags& diags) {
   if (auto v = r.enumeration("norm", kNormNames)) m.norm = *v;
   if (auto v = r.boolean("bias")) m.bias = *v;
   if (auto v = r.enumeration("position_embedding", kPositionNames)) m.position_embedding = *v;
-  m.attention = read_attention(r, m.hidden, diags);
+  m.attention = read_attention(r, m.hidden, m.layers, diags);
   {
     const Node* node = r.get("ffn", Need::Required);
     MapReader f(node, diags, "ffn", r.loc());

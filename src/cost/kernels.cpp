@@ -33,19 +33,27 @@ double gemm_time(const KernelResources& r, double flops, double bytes, double ef
 }
 
 double attention_efficiency(const AttentionKernelSpec& k, bool backward, int units, double groups,
-                            double queries, double keys, bool causal) {
+                            double queries, double keys, bool causal, double window) {
   const double e = backward ? k.backward : k.forward;
   const double overhead = backward ? k.backward_overhead : k.forward_overhead;
   if (queries <= 0 || keys <= 0) return e;
   // Tiles run along the queries in the forward pass and along the keys in the backward one;
-  // each meets, on average, half of the other side under a causal mask.
+  // each meets, on average, half of the other side under a causal mask. A causal sliding
+  // window of w keys leaves a tile min(position, w) of them: on average cols (x - x^2 / 2)
+  // for x = w / cols, and at most w.
   const double rows = backward ? keys : queries;
   const double cols = backward ? queries : keys;
   const double tiles = std::max(1.0, groups) * std::ceil(rows / std::max(1.0, k.block));
-  const double mean_cols = causal ? cols / 2 : cols;
+  double mean_cols = causal ? cols / 2 : cols;
+  double longest = cols;
+  if (causal && window > 0 && window < cols) {
+    const double x = window / cols;
+    mean_cols = cols * (x - x * x / 2);
+    longest = window;
+  }
   const double work = tiles * mean_cols;                  // ideal, in columns x tiles
   double span = tiles * (mean_cols + overhead);           // total work with the per-tile cost
-  if (units > 0) span = std::max(span / units, cols + overhead) * units;  // largest-first bound
+  if (units > 0) span = std::max(span / units, longest + overhead) * units;  // largest-first bound
   return std::clamp(e * work / span, 1e-6, 1.0);
 }
 

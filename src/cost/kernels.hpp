@@ -43,9 +43,10 @@ double gemm_model_efficiency(const GemmKernelSpec& g, double peak_fraction, int 
 double gemm_time(const KernelResources& r, double flops, double bytes, double eff);
 
 /// Efficiency of a flash-attention pass: `groups` = batch x heads, `queries` and `keys` per
-/// sequence, `causal` mask; per-pass fraction and overhead from `k`.
+/// sequence, `causal` mask, `window` keys per query under a causal sliding window (0 = none);
+/// per-pass fraction and overhead from `k`.
 double attention_efficiency(const AttentionKernelSpec& k, bool backward, int units, double groups,
-                            double queries, double keys, bool causal);
+                            double queries, double keys, bool causal, double window = 0);
 
 /// Inverse-distance correction of a model by measured points, in log2(m, n, k) space: exact
 /// at each point, a weighted mean of the points' measured / model ratios elsewhere.

@@ -232,7 +232,23 @@ void add_attention(const Ctx& c, std::vector<Op>& ops) {
     core.k = dqk;
     core.bytes = T * (heads * dqk + kv_heads * dqk + kv_heads * dv + heads * dv) * kAct;
     core.groups = static_cast<int>(b * (ulysses ? heads / cp : heads));
-    ops.push_back(core);
+    // Sliding-window layers (attention.window): the kernel visits only the key blocks inside
+    // the window (FlashAttention's local attention), so their share of the layers runs as a
+    // second kernel over the pairs the window keeps; the mix is the model's on every layer.
+    // Ring attention still exchanges the whole K/V (its skipped blocks are not modelled).
+    if (const double share = window_share(c.m, s); share > 0) {
+      Op local = core;
+      local.name = "core_attention_window";
+      local.window = c.m.attention.window;
+      local.flops = core.flops * share * window_pair_fraction(c.m, s);
+      local.bytes = core.bytes * share;
+      core.flops *= 1.0 - share;
+      core.bytes *= 1.0 - share;
+      if (share < 1.0) ops.push_back(core);
+      ops.push_back(local);
+    } else {
+      ops.push_back(core);
+    }
     if (cp > 1 && !ulysses) ops.push_back(cp_merge(c, T * heads * dv, T * kv_heads * (dqk + dv)));
   }
   ops.push_back(gemm("o_proj", Module::AttnProj, T, h, heads * dv));

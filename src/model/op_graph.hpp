@@ -36,6 +36,7 @@ struct Op {
   int kernels = 1;             ///< kernels launched (each pays the launch overhead); HostSync: syncs
   int bwd_kernels = 0;         ///< Memory ops: kernels of the backward pass (0 = as forward)
   bool causal = true;          ///< Attention: causal mask
+  double window = 0;           ///< Attention: keys per query under a sliding window; 0 = none
   /// FP8: rows of the input quantized before this GEMM; 0 = its m x groups. The routed
   /// experts' tokens are quantized once before the FP8 dispatch, not once per copy.
   double quantized_rows = 0;

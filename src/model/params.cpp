@@ -23,6 +23,19 @@ double attention_kv_heads(const ModelSpec& m, const Strategy& s) {
   return a.heads / t;
 }
 
+double window_share(const ModelSpec& m, double seq) {
+  const AttentionSpec& a = m.attention;
+  if (a.window <= 0 || a.window >= seq || m.layers <= 0) return 0.0;
+  return static_cast<double>(a.window_layers) / m.layers;
+}
+
+double window_pair_fraction(const ModelSpec& m, double seq) {
+  const double w = m.attention.window;
+  if (w <= 0 || w >= seq) return 1.0;
+  const double x = w / seq;
+  return 2 * x - x * x;
+}
+
 std::int64_t norm_params(const ModelSpec& m, int width) {
   return (m.norm == NormKind::LayerNorm ? 2 : 1) * static_cast<std::int64_t>(width);
 }
@@ -100,9 +113,12 @@ std::int64_t matmul_params(const ModelSpec& m, bool moe_layer) {
 }
 
 // Causal attention forward FLOP per token per layer: QK^T and PV over the lower triangle,
-// 2 x heads x s x (d_qk + d_v) / 2.
+// 2 x heads x s x (d_qk + d_v) / 2; windowed layers over the pairs their window keeps,
+// averaged over the layers.
 double attention_fwd_flops_per_token(const ModelSpec& m, int seq) {
-  return static_cast<double>(m.attention.heads) * seq * (qk_head_dim(m) + v_head_dim(m));
+  const double share = window_share(m, seq);
+  const double pairs = 1.0 - share + share * window_pair_fraction(m, seq);
+  return static_cast<double>(m.attention.heads) * seq * (qk_head_dim(m) + v_head_dim(m)) * pairs;
 }
 
 }  // namespace

@@ -16,6 +16,13 @@ int v_head_dim(const ModelSpec& m);
 /// query heads / tp, or GQA's kv heads / tp (one replica when tp > kv heads), widened to the
 /// query heads by `training.repeat_kv`.
 double attention_kv_heads(const ModelSpec& m, const Strategy& s);
+/// Sliding-window attention: the share of the layers that attend through the window (0 when
+/// the model has no window or the window covers the whole sequence `seq`).
+double window_share(const ModelSpec& m, double seq);
+/// The causal query-key pairs of one windowed layer relative to a whole-context one over `seq`
+/// tokens: each query meets min(position, window) keys, so w s - w^2 / 2 of s^2 / 2, i.e.
+/// 2x - x^2 for x = window / seq (1 when the window covers the sequence).
+double window_pair_fraction(const ModelSpec& m, double seq);
 /// One norm's parameters: h (RMSNorm) or 2h (LayerNorm: gain and bias).
 std::int64_t norm_params(const ModelSpec& m, int width);
 /// Attention block of one layer: projections (with biases if any) and MLA's inner norms.

@@ -243,6 +243,30 @@ TEST_SUITE("config.diagnostics") {
     }
   }
 
+  TEST_CASE("attention.window: window_layers defaults to every layer, needs a window, at most `layers`") {
+    const std::string head =
+        "name: x\nlayers: 4\nhidden: 64\nvocab: 100\nseq_len: 128\nffn: {kind: gelu, intermediate: 256}\n";
+    const ModelSpec all = parse_model(head + "attention: {kind: mha, heads: 4, window: 32}\n", "w.yaml");
+    CHECK(all.attention.window == 32);
+    CHECK(all.attention.window_layers == 4);
+    CHECK(parse_model(head + "attention: {kind: mha, heads: 4, window: 32, window_layers: 2}\n", "w.yaml")
+              .attention.window_layers == 2);
+    auto errors = [&](const std::string& attention) {
+      std::vector<std::string> got;
+      try {
+        (void)parse_model(head + attention, "w.yaml");
+      } catch (const ConfigError& e) {
+        for (const auto& d : e.diagnostics()) got.push_back(d.str());
+      }
+      return got;
+    };
+    CHECK(errors("attention: {kind: mha, heads: 4, window_layers: 2}\n") ==
+          std::vector<std::string>{"w.yaml:7:49: error: `attention.window_layers` needs `attention.window`"});
+    CHECK(errors("attention: {kind: mha, heads: 4, window: 32, window_layers: 5}\n") ==
+          std::vector<std::string>{"w.yaml:7:61: error: `attention.window_layers` 5 exceeds `layers` 4"});
+    CHECK(errors("attention: {kind: mha, heads: 4, window: 0}\n").size() == 1);
+  }
+
   TEST_CASE("a strategy takes single values; lists belong in a space") {
     const char* yaml =
         "hardware: h100-sxm-ib\nmodel: llama3-70b\nnodes: 8\n"

@@ -330,6 +330,52 @@ TEST_SUITE("interop.hf_import") {
     CHECK(count_model(v2.model).total_params == 15'706'484'224);
   }
 
+  TEST_CASE("sliding windows: Mistral's on every layer, Qwen3's from max_window_layers on, layer_types") {
+    // Mistral 7B (mistralai/Mistral-7B-v0.1): sliding_window 4096 on all 32 layers; its
+    // 7,241,732,096 parameters: 32 x (2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336 + 2 x
+    // 4096) + 2 x 32000 x 4096 + 4096.
+    const std::string mistral =
+        R"({"model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336,
+      "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000,
+      "max_position_embeddings": 32768, "sliding_window": 4096, "hidden_act": "silu"})";
+    const HfImport m = parse_hf_config(mistral, "mistral-7b.json");
+    CHECK(m.model.attention.window == 4096);
+    CHECK(m.model.attention.window_layers == 32);
+    CHECK(count_model(m.model).total_params == 7'241'732'096);
+    // Qwen3 with use_sliding_window: layers from max_window_layers (28) on, 36 - 28 = 8
+    const std::string qwen3 =
+        R"({"model_type": "qwen3", "hidden_size": 4096, "intermediate_size": 12288,
+      "num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+      "vocab_size": 151936, "max_position_embeddings": 40960, "use_sliding_window": true,
+      "sliding_window": 4096, "max_window_layers": 28})";
+    const HfImport q = parse_hf_config(qwen3, "qwen3-swa.json");
+    CHECK(q.model.attention.window == 4096);
+    CHECK(q.model.attention.window_layers == 8);
+    // use_sliding_window false: no window, whatever sliding_window says
+    std::string off = qwen3;
+    const std::string on_key = "\"use_sliding_window\": true";
+    off.replace(off.find(on_key), on_key.size(), "\"use_sliding_window\": false");
+    CHECK(parse_hf_config(off, "qwen3-off.json").model.attention.window == 0);
+    // layer_types (GPT-OSS, Gemma 3 in recent transformers): the sliding_attention entries
+    const std::string typed =
+        R"({"model_type": "llama", "hidden_size": 1024, "intermediate_size": 4096,
+      "num_hidden_layers": 4, "num_attention_heads": 8, "vocab_size": 32000, "max_position_embeddings": 8192,
+      "sliding_window": 128, "layer_types": ["sliding_attention", "full_attention", "sliding_attention",
+      "full_attention"]})";
+    const HfImport t = parse_hf_config(typed, "alternating.json");
+    CHECK(t.model.attention.window == 128);
+    CHECK(t.model.attention.window_layers == 2);
+    // a layer_types list of the wrong length is an error at the list
+    const std::string wrong =
+        R"({"model_type": "llama", "hidden_size": 1024, "intermediate_size": 4096,
+      "num_hidden_layers": 4, "num_attention_heads": 8, "vocab_size": 32000, "max_position_embeddings": 8192,
+      "sliding_window": 128, "layer_types": ["sliding_attention", "full_attention", "sliding_attention"]})";
+    const auto d = diagnostics_of([&] { (void)parse_hf_config(wrong, "wrong.json"); });
+    REQUIRE(d.size() == 1);
+    CHECK(d[0].find("wrong.json:3:45: error: ") == 0);
+    CHECK(d[0].find("`layer_types` lists 3 layers, `num_hidden_layers` is 4") != std::string::npos);
+  }
+
   TEST_CASE(
       "Qwen3-MoE dense layers that are not the leading ones: counted, placed first, and said") {
     // 8 layers, decoder_sparse_step 2, mlp_only_layers [3]: MoE when (i + 1) % 2 == 0 and
@@ -363,8 +409,7 @@ TEST_SUITE("interop.hf_import") {
          "({\"model_type\": ...})"},
         {"bad/unknown_type.json",
          ":2:17: error: unknown model_type `bert` (paraplan imports deepseek_v2, deepseek_v3, "
-         "gpt_neox, llama, "
-         "mixtral, qwen3, qwen3_moe)"},
+         "gpt_neox, llama, mistral, mixtral, qwen3, qwen3_moe)"},
     };
     for (const Case& c : cases) {
       CAPTURE(c.file);
@@ -450,7 +495,7 @@ TEST_SUITE("interop.hf_import") {
     CHECK(has(p.out, "seq_len: 4096"));
     CHECK(has(p.err,
               "unmapped: architectures, bos_token_id, eos_token_id, initializer_range, "
-              "max_position_embeddings, max_window_layers"));
+              "max_position_embeddings, norm_topk_prob"));
     CHECK(
         has(p.err,
             "qwen3-235b-a22b (model_type qwen3_moe): 235.09B parameters, 22.19B active per token"));

@@ -105,4 +105,19 @@ TEST_SUITE("model.counts") {
     // attention: 3 x 80 x 64 x 8192 x (128 + 128) = 32.212 GFLOP
     CHECK(c.flops_per_token == doctest::Approx(6.0 * 69'501'714'432 + 3.0 * 80 * 64 * 8192 * 256.0));
   }
+
+  TEST_CASE("sliding-window attention counts the pairs its window keeps") {
+    // Llama 3 70B's shape with a 2048-token window at s = 8192: a windowed layer meets
+    // w s - w^2 / 2 of s^2 / 2 pairs, 2 x 0.25 - 0.25^2 = 0.4375 of them.
+    ModelSpec m = load_model("llama3-70b");
+    const double full = 3.0 * 80 * 64 * 8192 * 256.0;
+    m.attention.window = 2048;
+    m.attention.window_layers = 80;
+    CHECK(count_model(m, 8192).attention_flops_per_token == doctest::Approx(full * 0.4375));
+    // half the layers windowed (Gemma 2, GPT-OSS): (1 + 0.4375) / 2 of the whole-context count
+    m.attention.window_layers = 40;
+    CHECK(count_model(m, 8192).attention_flops_per_token == doctest::Approx(full * 0.71875));
+    // a window as long as the sequence changes nothing
+    CHECK(count_model(m, 2048).attention_flops_per_token == doctest::Approx(3.0 * 80 * 64 * 2048 * 256.0));
+  }
 }

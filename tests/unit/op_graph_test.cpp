@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "cost/compute.hpp"
 #include "cost/memory.hpp"
 #include "model/op_graph.hpp"
 #include "paraplan/config.hpp"
@@ -167,6 +168,33 @@ TEST_SUITE("model.op_graph") {
     const Layer& t = layer(layers, LayerKind::Dense);
     CHECK(op(t, "cp_attention_merge").bytes == doctest::Approx(q * 28.5 + kv * 12));
     CHECK(op(t, "cp_attention_merge.bwd", Phase::InputGrad).bytes == doctest::Approx(q * 28.5 + kv * (36 + 36)));
+  }
+
+  TEST_CASE("sliding-window layers run a second attention kernel over the window's pairs") {
+    // Llama 3 70B at TP8 (8 heads per rank), s 8192, b 1: a whole-context causal layer is
+    // 8192^2 x (128 + 128) x 8 FLOP. With a 2048 window on 60 of the 80 layers, the whole-
+    // context kernel takes 1/4 of that and the windowed one 3/4 x (2 x 1/4 - 1/16) = 0.328125.
+    Plan p = llama_plan(8, true);
+    p.model.seq_len = 8192;
+    const double full = 8192.0 * 8192 * 256 * 8;
+    const cost::ComputeModel cm = cost::make_compute_model(p.hardware, p.strategy.training.precision);
+    auto layers = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    const Op whole = op(layer(layers, LayerKind::Dense), "core_attention");
+    CHECK(whole.flops == doctest::Approx(full));
+    p.model.attention.window = 2048;
+    p.model.attention.window_layers = 60;
+    layers = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    const Layer& d = layer(layers, LayerKind::Dense);
+    CHECK(op(d, "core_attention").flops == doctest::Approx(full * 0.25));
+    CHECK(op(d, "core_attention_window").flops == doctest::Approx(full * 0.75 * 0.4375));
+    CHECK(op(d, "core_attention_window").window == 2048);
+    CHECK(op(d, "core_attention_window.bwd", Phase::InputGrad).flops == doctest::Approx(2.5 * full * 0.75 * 0.4375));
+    // fewer pairs, less time; the windowed kernel at a lower rate (more per-tile overhead
+    // per key it meets)
+    const cost::OpTime a = cost::op_time(cm, op(d, "core_attention"));
+    const cost::OpTime w = cost::op_time(cm, op(d, "core_attention_window"));
+    CHECK(a.time_s + w.time_s < cost::op_time(cm, whole).time_s);
+    CHECK(w.efficiency < a.efficiency);
   }
 
   TEST_CASE("GQA with tp above kv_heads replicates one KV head per rank") {
