@@ -13,7 +13,10 @@ int HardwareSpec::devices_per_node() const {
   if (tiers.size() < 2) return 0;
   long long product = 1;
   for (std::size_t i = 0; i + 1 < tiers.size(); ++i) product *= tiers[i].size;
-  if (tiers.front().name == "die" && device.dies > 1) product /= device.dies;
+  // (the name compared by hand: the search asks this for every candidate)
+  const std::string& first = tiers.front().name;
+  const bool die_tier = first.size() == 3 && first[0] == 'd' && first[1] == 'i' && first[2] == 'e';
+  if (die_tier && device.dies > 1) product /= device.dies;
   return static_cast<int>(product);
 }
 
@@ -21,7 +24,10 @@ namespace {
 
 // Checks every rule, calling `fail_with(rule, key, message)` for each broken one; `message`
 // is a lambda that builds the words, called only by a caller that keeps them (the search
-// only counts the first rule).
+// only counts the first rule). The search checks a candidate once per layout and distinct
+// Enumeration::rule_key (search/planner.cpp): of the fields a search varies inside a layout,
+// a rule here may read only parallel.sp, training.micro_batch, training.global_batch and
+// moe.chunks with moe.dispatch; a rule reading another one must be added to that key.
 template <typename FailWith>
 void check(const Strategy& s, const HardwareSpec& hw, const ModelSpec& m, FailWith&& fail_with) {
 #define fail(rule, key, ...) fail_with(rule, key, [&]() -> std::string { return __VA_ARGS__; })

@@ -816,10 +816,20 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
   // for as many devices as the two ranges share; no offload, no host memory.
   bool offloads = false;
   for (const StageMemory& st : est.stages) offloads = offloads || st.host_bytes > 0;
-  if (offloads) {
-    const long long per_node = std::max(1, hw.devices_per_node());
-    const long long stage_size = std::max(1, p.tp * p.cp * p.dp);
-    const long long nodes = std::max(1, s.nodes);
+  const long long per_node = offloads ? std::max(1, hw.devices_per_node()) : 1;
+  const long long stage_size = std::max(1, p.tp * p.cp * p.dp);
+  const long long nodes = std::max(1, s.nodes);
+  if (offloads && stage_size % per_node == 0 && pp * stage_size == nodes * per_node) {
+    // Every node lies inside one stage and holds per_node of its ranks (what the sweep below
+    // finds, without it): without activation offload a stage's ranks keep their run's.
+    double most = 0;
+    if (compact && !s.training.activation_offload) {
+      for (const RunHost& run : run_host) most = std::max(most, run.optimizer_host);
+    } else {
+      for (int r = 0; r < pp; ++r) most = std::max(most, host_of(r));
+    }
+    est.host_bytes_per_node = static_cast<double>(per_node) * most;
+  } else if (offloads) {
     // Nodes in order, stages swept alongside; a node inside one stage holds what every
     // later node inside it holds, so those are skipped.
     long long first = 0;  // the first stage node n meets

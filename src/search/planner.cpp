@@ -115,6 +115,14 @@ struct Field {
 Field non_finite_field(const Estimate& e) {
   const TimeBreakdown& t = e.time_s;
   const MemoryBreakdown& m = e.memory_bytes;
+  // A NaN or an infinity makes the sum non-finite: one test for the usual case, the names
+  // only when it fails (the sum of finite fields may overflow; then the scan finds none).
+  const double sum = e.step_time_s + e.tokens_per_device_per_s + e.tokens_per_die_per_s + e.mfu + e.hfu +
+                     t.compute + t.tp_comm + t.ep_comm + t.pp_comm + t.dp_comm + t.pp_bubble + t.optimizer +
+                     t.queueing + t.offload + t.exposed_comm + m.weights + m.gradients + m.optimizer_states +
+                     m.activations + m.buffers + m.reserve + m.total + m.capacity + m.host_per_node +
+                     e.stage_f_s + e.stage_b_s + e.stage_w_s + e.closed_form_step_s;
+  if (std::isfinite(sum)) return {};
   const Field fields[] = {
       {"step_time_s", e.step_time_s},
       {"tokens_per_device_per_s", e.tokens_per_device_per_s},
@@ -145,11 +153,6 @@ Field non_finite_field(const Estimate& e) {
       {"stage_w_s", e.stage_w_s},
       {"closed_form_step_s", e.closed_form_step_s},
   };
-  // A NaN or an infinity makes the sum non-finite: one test for the usual case, the names
-  // only when it fails (the sum of finite fields may overflow; then the scan finds none).
-  double sum = 0;
-  for (const Field& f : fields) sum += f.value;
-  if (std::isfinite(sum)) return {};
   for (const Field& f : fields) {
     if (!std::isfinite(f.value)) return f;
   }
@@ -620,6 +623,22 @@ struct Enumeration {
     s.moe.dispatch = dispatches[(j / nr) % nd].dispatch;
     s.moe.chunks = dispatches[(j / nr) % nd].chunks;
     s.moe.routing = routings[j % nr];
+  }
+  // The training choice of inner choice `j`.
+  std::size_t training_of(std::size_t j) const { return j / (dispatches.size() * routings.size()); }
+  // What the rules read of inner choice `j` (config/rules.cpp reads the layout's fields, the
+  // base strategy's, and of the inner choice only these): sequence parallel, micro-batch,
+  // global batch, and whether moe.chunks > 1 meets a one-transfer dispatch. Candidates of a
+  // layout with equal keys break the same first rule.
+  std::uint64_t rule_key(std::size_t j) const {
+    const std::size_t nr = routings.size(), nd = dispatches.size();
+    const TrainingChoice& c = training[j / (nd * nr)];
+    const DispatchChoice& d = dispatches[(j / nr) % nd];
+    const bool chunks_bad =
+        d.chunks > 1 && d.dispatch != Dispatch::SendRecvAllGather && d.dispatch != Dispatch::SendRecvDeepEp;
+    return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(c.global_batch)) << 32) |
+           (static_cast<std::uint64_t>(static_cast<std::uint32_t>(c.micro_batch) & 0x3fffffffu) << 2) |
+           (static_cast<std::uint64_t>(c.sp) << 1) | static_cast<std::uint64_t>(chunks_bad);
   }
   Strategy strategy(std::uint64_t id) const {
     Strategy s = base;
@@ -1119,6 +1138,13 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
     const bool by_choice = static_cast<std::size_t>(en.layer_classes) * en.inner_size <= (std::size_t{1} << 22);
     std::vector<std::vector<const search::LayerCosts*>> seen(by_choice ? static_cast<std::size_t>(en.layer_classes) : 0);
     MemoryEstimate mem;  // reused by every candidate
+    // The layout's first broken rule by Enumeration::rule_key: a handful of checks per layout.
+    std::vector<std::pair<std::uint64_t, const char*>> rules_by_key;
+    // Within a layout, the PP and DP communication follows from the training choice (not the
+    // dispatch or routing), and the bottleneck rank from the layer costs.
+    search::StrategyComm comm;
+    std::size_t comm_of = SIZE_MAX;  // the training choice `comm` is for
+    std::vector<std::pair<const search::LayerCosts*, search::Bottleneck>> bottlenecks;
     for (std::size_t li; (li = next.fetch_add(1)) < en.layouts.size() && !cancelled() && !L.non_finite;) {
       const std::size_t size = en.count(en.layouts[li]);
       if ((options.max_candidates > 0 && taken.fetch_add(size) >= options.max_candidates) ||
@@ -1127,12 +1153,22 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
         break;
       }
       std::size_t made = 0;
+      rules_by_key.clear();
+      bottlenecks.clear();
+      comm_of = SIZE_MAX;
       for (std::size_t j = 0; j < en.inner_size; ++j) {
         if (!en.exists(en.layouts[li], j)) continue;
         ++made;
         const std::uint64_t id = static_cast<std::uint64_t>(li) * en.inner_size + j;
-        en.fill(s, id);
-        if (const char* rule = first_broken_rule(s, impl_->hw, impl_->model)) {
+        const std::uint64_t rk = en.rule_key(j);
+        auto known = std::find_if(rules_by_key.begin(), rules_by_key.end(), [&](const auto& e) { return e.first == rk; });
+        bool filled = false;
+        if (known == rules_by_key.end()) {
+          en.fill(s, id);
+          filled = true;
+          known = rules_by_key.insert(rules_by_key.end(), {rk, first_broken_rule(s, impl_->hw, impl_->model)});
+        }
+        if (const char* rule = known->second) {
           // Counted by the name's address (a literal): no string per rejected candidate.
           auto r = std::find_if(L.rejected_by.begin(), L.rejected_by.end(), [&](const auto& e) { return e.first == rule; });
           if (r == L.rejected_by.end()) r = L.rejected_by.insert(L.rejected_by.end(), {rule, 0});
@@ -1140,6 +1176,7 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
           ++L.infeasible_rules;
           continue;
         }
+        if (!filled) en.fill(s, id);
         ++L.evaluated;
         const search::LayerCosts* last_costs = nullptr;
         if (by_choice) {
@@ -1170,7 +1207,22 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
           }
         }
         // The estimate comes without its strategy: copied below only where it is kept.
-        Estimate e = impl_->evaluate_memory(s, *last_costs, mem, false, &memo, false);
+        Estimate e;
+        if (!mem.feasible) {
+          e = impl_->evaluate_memory(s, *last_costs, mem, false, &memo, false);
+        } else {
+          const std::size_t choice = en.training_of(j);
+          if (choice != comm_of) {
+            comm = impl_->strategy_comm(s, mem, &memo);
+            comm_of = choice;
+          }
+          auto bn = std::find_if(bottlenecks.begin(), bottlenecks.end(),
+                                 [&](const auto& b) { return b.first == last_costs; });
+          if (bn == bottlenecks.end()) {
+            bn = bottlenecks.insert(bottlenecks.end(), {last_costs, search::bottleneck(impl_->model, s, *last_costs)});
+          }
+          e = search::evaluate_step(impl_->hw, impl_->model, s, *last_costs, mem, comm, false, false, &bn->second);
+        }
         if (e.valid && non_finite_field(e).name != nullptr) {
           e.strategy = s;
           L.non_finite = std::move(e);  // reported after the join, from the calling thread

@@ -243,8 +243,47 @@ MemoryBreakdown worst_memory(const MemoryEstimate& memory) {
   return mb;
 }
 
+namespace {
+
+// The bottleneck rank; with `ranks`, the chunks of every rank too (for the simulation).
+void find_bottleneck(const ModelSpec& m, const Strategy& s, const LayerCosts& c, Ranks* ranks, RankTime& worst,
+                     double& worst_chunks) {
+  worst = RankTime{};
+  worst_chunks = 1;
+  each_rank(
+      m, s, c,
+      [&](int rank, const RankTime& t) {
+        if (ranks != nullptr) ranks->add(rank, t);
+      },
+      [&](int, const RankTime& r) {
+        if (r.total() > worst.total()) {
+          worst = r;
+          // DualPipeV's bubble is in units of one of its two chunks; the interleaved bubble
+          // (pp - 1)(F + B + W) / vpp is in whole-rank times (Narayanan et al. 2021).
+          worst_chunks = s.schedule == Schedule::DualPipeV ? 2.0 : 1.0;
+        }
+      },
+      ranks != nullptr);
+}
+
+}  // namespace
+
+Bottleneck bottleneck(const ModelSpec& m, const Strategy& s, const LayerCosts& c) {
+  RankTime w;
+  Bottleneck out;
+  find_bottleneck(m, s, c, nullptr, w, out.chunks);
+  out.f = w.f;
+  out.b = w.b;
+  out.w = w.w;
+  out.compute = w.compute;
+  out.tp = w.tp;
+  out.ep = w.ep;
+  out.queueing = w.queueing;
+  return out;
+}
+
 Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strategy& s, const LayerCosts& c, const MemoryEstimate& memory,
-                       const StrategyComm& comm, bool detail, bool simulate) {
+                       const StrategyComm& comm, bool detail, bool simulate, const Bottleneck* known) {
   Estimate e;
   if (detail) e.strategy = s;
   const Parallel& p = s.parallel;
@@ -257,20 +296,18 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
   Ranks ranks;
   RankTime worst;
   double worst_chunks = 1;
-  each_rank(
-      m, s, c,
-      [&](int rank, const RankTime& t) {
-        if (simulated) ranks.add(rank, t);
-      },
-      [&](int, const RankTime& r) {
-        if (r.total() > worst.total()) {
-          worst = r;
-          // DualPipeV's bubble is in units of one of its two chunks; the interleaved bubble
-          // (pp - 1)(F + B + W) / vpp is in whole-rank times (Narayanan et al. 2021).
-          worst_chunks = s.schedule == Schedule::DualPipeV ? 2.0 : 1.0;
-        }
-      },
-      simulated);
+  if (known != nullptr && !simulated) {
+    worst.f = known->f;
+    worst.b = known->b;
+    worst.w = known->w;
+    worst.compute = known->compute;
+    worst.tp = known->tp;
+    worst.ep = known->ep;
+    worst.queueing = known->queueing;
+    worst_chunks = known->chunks;
+  } else {
+    find_bottleneck(m, s, c, simulated ? &ranks : nullptr, worst, worst_chunks);
+  }
   RankTime chunk = worst;
   chunk.scale(1.0 / worst_chunks);
   e.stage_f_s = worst.f;

@@ -21,13 +21,26 @@ struct DpVolumes {
   double dense_params = 0, expert_params = 0;
 };
 
+/// The rank whose micro-batch takes longest, the closed form's bottleneck: one micro-batch's
+/// times through all its chunks (exposed communication included) and the number of chunks
+/// its bubble is counted in (2 for DualPipeV, else 1).
+struct Bottleneck {
+  double f = 0, b = 0, w = 0, compute = 0, tp = 0, ep = 0, queueing = 0;
+  double chunks = 1;
+};
+/// The bottleneck rank of `s`. It follows from the layer costs, the pipeline layout, the
+/// schedule and the overlap settings alone: the search reuses it across candidates of a
+/// layout that share their layer costs.
+Bottleneck bottleneck(const ModelSpec& m, const Strategy& s, const LayerCosts& c);
+
 /// The full estimate of `s` (valid strategy assumed) from its layer costs. `comm` supplies
 /// the PP and DP times; `detail` = false skips the words (the bottleneck text) and leaves
 /// `strategy` empty (the search copies it only into the estimates it keeps); `simulate`
 /// times the pipeline by the event simulation of the schedule instead of the closed form.
+/// `known`: `bottleneck(m, s, c)` where the caller has it (not used with `simulate`).
 Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strategy& s, const LayerCosts& c,
                        const MemoryEstimate& memory, const StrategyComm& comm, bool detail = true,
-                       bool simulate = false);
+                       bool simulate = false, const Bottleneck* known = nullptr);
 
 /// What turns a step time into evaluate_step's TGS and MFU: the step's tokens, the devices,
 /// the model FLOP of the step and the devices' BF16 dense peak.

@@ -500,6 +500,73 @@ SearchResult search_all(const SpacePlan& space, const SearchSpace& sp) {
 }  // namespace
 
 TEST_SUITE("search.planner") {
+  TEST_CASE("the search's estimate of a candidate is evaluate's closed form, to the last bit") {
+    // The search reuses a layout's rule check, PP / DP communication and bottleneck rank
+    // across the candidates that share what they depend on; evaluate computes each afresh.
+    SpacePlan space = load_space("default");
+    space.space.nodes.values = {16, 32};
+    space.hardware.device.memory_bytes *= 1000;  // every candidate fits: every one is timed
+    space.hardware.host.memory_bytes *= 1000;
+    Planner planner(space.hardware, space.model);
+    SearchOptions o;
+    o.keep_all = true;
+    o.resimulate = 0;
+    o.prune = false;
+    const SearchResult r = planner.search(space.space, o);
+    REQUIRE(r.all.size() > 1000);
+    std::size_t checked = 0;
+    for (std::size_t i = 0; i < r.all.size(); i += 11) {
+      const Estimate& e = r.all[i];
+      const Estimate full = planner.evaluate(e.strategy);
+      CHECK(e.step_time_s == full.closed_form_step_s);
+      CHECK(e.time_s.dp_comm == full.time_s.dp_comm);
+      CHECK(e.time_s.compute == full.time_s.compute);
+      CHECK(e.memory_bytes.total == full.memory_bytes.total);
+      CHECK(e.memory_bytes.host_per_node == full.memory_bytes.host_per_node);
+      ++checked;
+    }
+    CHECK(checked > 100);
+  }
+
+  TEST_CASE("inside a layout the rules read only sequence parallel, micro-batch, global batch and chunking") {
+    // The search checks the rules once per layout and Enumeration::rule_key: any other field a
+    // space varies inside a layout must leave the first broken rule as it is.
+    const SpacePlan space = load_space("default");
+    Strategy base;
+    base.nodes = 16;
+    base.parallel.tp = 1;
+    base.parallel.pp = 16;
+    base.parallel.dp = 8;
+    base.parallel.ep = 16;
+    base.ep_over_dies = true;
+    base.training.global_batch = 960;
+    for (int mb : {1, 3}) {
+      for (int gbs : {960, 100}) {
+        // 960 is a multiple of dp x mb = 8 or 24; 100 of neither (rule batch_dp)
+        Strategy s = base;
+        s.training.micro_batch = mb;
+        s.training.global_batch = gbs;
+        const char* rule = first_broken_rule(s, space.hardware, space.model);
+        CHECK(std::string(rule != nullptr ? rule : "") == (gbs == 100 ? "batch_dp" : ""));
+        for (int variant = 0; variant < 8; ++variant) {
+          Strategy v = s;
+          v.training.recompute.mode = variant & 1 ? RecomputeMode::Full : RecomputeMode::None;
+          v.training.zero = variant & 2 ? 3 : 1;
+          v.training.optimizer = variant & 4 ? Optimizer::Adam8bit : Optimizer::Adam;
+          v.training.optimizer_offload = variant & 1;
+          v.training.activation_offload = variant & 2;
+          v.training.precision = variant & 4 ? Precision::Fp8 : Precision::Bf16;
+          v.training.fp8_params = variant & 4;
+          v.moe.dispatch = variant & 1 ? Dispatch::DeepEp : Dispatch::AllGather;
+          v.moe.routing = variant & 2 ? Routing::Balanced : Routing::Uniform;
+          CAPTURE(variant);
+          const char* got = first_broken_rule(v, space.hardware, space.model);
+          CHECK(std::string(got != nullptr ? got : "") == std::string(rule != nullptr ? rule : ""));
+        }
+      }
+    }
+  }
+
   TEST_CASE("fp8_params is a search dimension beside FP8: 2 B less per linear weight, and 70B fits on 16 H100") {
     // Llama 3 70B on 2 H100 nodes, TP 8 PP 2 DP 1, FP8 GEMMs, ZeRO-1: 40 layers per stage,
     // each with the linear weights q and o (h^2 each), k and v (h x 1024 each), gate, up and
