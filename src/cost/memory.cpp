@@ -753,16 +753,28 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
   thread_local std::vector<RunHost> run_host;  // reused: no allocation per candidate
   run_host.clear();
   Held held;
+  const bool has_mtp = m.mtp_depth > 0;
   for (std::size_t i = 0; i < visits; ++i) {
     const int r = compact ? runs->starts[i] : static_cast<int>(i);
     const auto& chunks = ranks[static_cast<std::size_t>(r)];
-    bool holds_embedding = false;
-    for (const schedule::Chunk& c : chunks) holds_embedding = holds_embedding || c.embedding;
     ChunkCounts n;
-    for (const schedule::Chunk& c : chunks) {
-      const bool embedding_copy =
-          ((c.head && m.tied_embeddings) || (c.mtp && m.mtp_depth > 0)) && !holds_embedding;
-      n.add(count_chunk(m, nd_model, c, embedding_copy));
+    if (compact) {
+      // The run's counts, as the loop below adds them up chunk by chunk.
+      const schedule::RankRuns::Held& c = runs->held[i];
+      n.dense = c.dense;
+      n.moe = c.moe;
+      n.embedding = c.embedding;
+      n.head = c.head;
+      n.mtp = has_mtp ? c.mtp : 0;
+      n.embedding_copy = (m.tied_embeddings ? c.head_apart : 0) + (has_mtp ? c.mtp_apart : 0) +
+                         (m.tied_embeddings || has_mtp ? c.both_apart : 0);
+    } else {
+      bool holds_embedding = false;
+      for (const schedule::Chunk& c : chunks) holds_embedding = holds_embedding || c.embedding;
+      for (const schedule::Chunk& c : chunks) {
+        const bool embedding_copy = ((c.head && m.tied_embeddings) || (c.mtp && has_mtp)) && !holds_embedding;
+        n.add(count_chunk(m, nd_model, c, embedding_copy));
+      }
     }
     const bool same = r > 0 && n == held.n && chunks.size() == held.chunks;
     if (!same) held_by(n, chunks.size(), held);

@@ -165,7 +165,26 @@ std::shared_ptr<const RankRuns> rank_runs(const ModelSpec& m, const Strategy& s,
   for (std::size_t r = 0; r < all.size(); ++r) {
     const bool joins = r > 0 && all[r].size() == all[r - 1].size() &&
                        std::equal(all[r].begin(), all[r].end(), all[r - 1].begin(), same);
-    if (!joins) runs->starts.push_back(static_cast<int>(r));
+    if (joins) continue;
+    runs->starts.push_back(static_cast<int>(r));
+    RankRuns::Held h;
+    h.chunks = all[r].size();
+    bool holds_embedding = false;
+    for (const Chunk& c : all[r]) holds_embedding = holds_embedding || c.embedding;
+    for (const Chunk& c : all[r]) {
+      const int nd = c.dense_layers(dense_layers);
+      h.dense += nd;
+      h.moe += c.layers - nd;
+      h.embedding += c.embedding ? 1 : 0;
+      h.head += c.head ? 1 : 0;
+      h.mtp += c.mtp ? 1 : 0;
+      if (!holds_embedding) {
+        h.head_apart += c.head && !c.mtp ? 1 : 0;
+        h.mtp_apart += c.mtp && !c.head ? 1 : 0;
+        h.both_apart += c.head && c.mtp ? 1 : 0;
+      }
+    }
+    runs->held.push_back(h);
   }
   runs->ranks = std::move(ranks);
   last = memo.emplace(key, std::move(runs)).first->second;

@@ -55,6 +55,17 @@ std::shared_ptr<const std::vector<std::vector<Chunk>>> rank_chunks(const ModelSp
 struct RankRuns {
   std::shared_ptr<const std::vector<std::vector<Chunk>>> ranks;  ///< rank_chunks(m, s)
   std::vector<int> starts;  ///< the first rank of each run, ascending, from 0
+  /// What the chunks of each run's first rank hold together (one entry per start).
+  struct Held {
+    int dense = 0, moe = 0;       ///< transformer layers of each kind
+    int embedding = 0, head = 0;  ///< chunks holding the embedding, the head
+    int mtp = 0;                  ///< chunks holding the MTP layers
+    /// Chunks, on a rank without the embedding, with the head only, the MTP layers only, or
+    /// both (each may need its own copy of a tied or MTP embedding).
+    int head_apart = 0, mtp_apart = 0, both_apart = 0;
+    std::size_t chunks = 0;
+  };
+  std::vector<Held> held;
 };
 std::shared_ptr<const RankRuns> rank_runs(const ModelSpec& m, const Strategy& s, int dense_layers);
 

@@ -1207,10 +1207,8 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
           }
         }
         // The estimate comes without its strategy: copied below only where it is kept.
-        Estimate e;
-        if (!mem.feasible) {
-          e = impl_->evaluate_memory(s, *last_costs, mem, false, &memo, false);
-        } else {
+        Estimate e = [&] {
+          if (!mem.feasible) return impl_->evaluate_memory(s, *last_costs, mem, false, &memo, false);
           const std::size_t choice = en.training_of(j);
           if (choice != comm_of) {
             comm = impl_->strategy_comm(s, mem, &memo);
@@ -1221,8 +1219,8 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
           if (bn == bottlenecks.end()) {
             bn = bottlenecks.insert(bottlenecks.end(), {last_costs, search::bottleneck(impl_->model, s, *last_costs)});
           }
-          e = search::evaluate_step(impl_->hw, impl_->model, s, *last_costs, mem, comm, false, false, &bn->second);
-        }
+          return search::evaluate_step(impl_->hw, impl_->model, s, *last_costs, mem, comm, false, false, &bn->second);
+        }();
         if (e.valid && non_finite_field(e).name != nullptr) {
           e.strategy = s;
           L.non_finite = std::move(e);  // reported after the join, from the calling thread
@@ -1255,10 +1253,17 @@ SearchResult Planner::search_uncached(const SearchSpace& space, const SearchOpti
             L.prune_at = std::max(kFrontPrune, 2 * L.points.size());
             if (bound) L.front.assign(L.points);
           }
-          const Ranked me{objective_value(e, options.objective), strategy_tuple(s), id};
+          // A candidate worse than the kept results' worst (or its node count's best) cannot
+          // enter them: its key is built only where it might (ties are broken by the key).
+          const double value = objective_value(e, options.objective);
           auto pn = L.per_nodes.find(s.nodes);
-          if (pn == L.per_nodes.end() || ranked_better(me, pn->second)) L.per_nodes[s.nodes] = me;
-          L.best.push_back(me);
+          const bool for_nodes = pn == L.per_nodes.end() || value <= pn->second.value;
+          const bool for_best = !L.cut.has_value() || value <= *L.cut;
+          if (for_nodes || for_best) {
+            const Ranked me{value, strategy_tuple(s), id};
+            if (for_nodes && (pn == L.per_nodes.end() || ranked_better(me, pn->second))) L.per_nodes[s.nodes] = me;
+            if (for_best) L.best.push_back(me);
+          }
           if (L.best.size() >= 4 * keep) {
             std::nth_element(L.best.begin(), L.best.begin() + static_cast<std::ptrdiff_t>(keep - 1), L.best.end(),
                              ranked_better);

@@ -350,6 +350,20 @@ TEST_SUITE("cost.memory") {
       };
       CHECK(most(fast) == most(full));
     }
+    // A tied embedding (GPT-3): the head's rank holds its own copy unless it holds the
+    // embedding too (DualPipe's rank 0 holds both ends).
+    for (Schedule sch : {Schedule::OneFOneB, Schedule::DualPipe, Schedule::DualPipeV}) {
+      Plan p = make_plan("gpt3-175b", "a100-sxm-ib", 8, 8, 2, 1, 128);
+      p.strategy.schedule = sch;
+      const MemoryEstimate full = estimate_memory(p);
+      const MemoryEstimate fast = cost::combine_memory(cost::memory_inputs(p, 1.0), p.hardware, p.model, p.strategy, false);
+      const StageMemory& wf = full.stages[static_cast<std::size_t>(full.worst_stage)];
+      const StageMemory& ws = fast.stages[static_cast<std::size_t>(fast.worst_stage)];
+      CHECK(ws.total == wf.total);
+      for (const StageMemory& st : fast.stages) {
+        CHECK(st.weights == full.stages[static_cast<std::size_t>(st.stage)].weights);
+      }
+    }
   }
 
   TEST_CASE("1F1B: stage i holds min(pp - i, m) micro-batches") {
