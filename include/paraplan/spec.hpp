@@ -320,6 +320,9 @@ struct AttentionSpec {
   /// and GPT-OSS alternate, Gemma 3 has five local layers to one global. Costed as the
   /// model's mix on every layer; equals `layers` when `window` is set alone.
   int window_layers = 0;
+  /// A norm over each head's query and key before RoPE (Qwen3, OLMo 2, Gemma 3): two
+  /// head_dim-wide weights per layer (the model's norm kind), MHA and GQA only.
+  bool qk_norm = false;
 };
 
 /// Dense feed-forward block.

@@ -452,11 +452,7 @@ HfTree hf_model_tree(const Node& root, const std::string& display, const HfOptio
       b.put("attention.head_dim", str(*hidden / *heads), at_root,
             "hidden_size / num_attention_heads");
     }
-    if (qwen) {
-      out.notes.push_back(
-          "qk-norm (an RMSNorm over each head's query and key) is not modelled: 2 x head_dim "
-          "parameters per layer and a small elementwise pass are left out");
-    }
+    if (qwen) b.put("attention.qk_norm", "true", at_root, "model_type " + *type + ": q_norm and k_norm");
 
     // Sliding-window attention: which layers attend through `sliding_window`. transformers
     // lists them in `layer_types` where a config has it; Qwen3 (use_sliding_window) windows

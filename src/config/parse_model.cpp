@@ -66,6 +66,8 @@ AttentionSpec read_attention(MapReader& root, int hidden, int layers, Diags& dia
     if (auto v = r.count("qk_rope_head_dim", Need::Required, 0, kMaxDim)) a.qk_rope_head_dim = *v;
     if (auto v = r.count("v_head_dim", Need::Required, 1, kMaxDim)) a.v_head_dim = *v;
   }
+  only("qk_norm", !mla, "MHA and GQA");
+  if (auto v = r.boolean("qk_norm")) a.qk_norm = *v;
   if (auto v = r.count("window", Need::Optional, 1, 1 << 28)) {
     a.window = *v;
     a.window_layers = layers;

@@ -163,7 +163,9 @@ double attention_params_per_rank(const ModelSpec& m, double t) {
   const double kvh = t <= a.kv_heads ? a.kv_heads / t : 1.0;
   double w = h * heads * d / t + 2 * h * kvh * d + heads * d * h / t;
   double b = m.bias ? heads * d / t + 2 * kvh * d + h : 0.0;
-  return w + b;
+  // qk-norm weights are replicated over TP
+  const double qk = a.qk_norm ? 2.0 * static_cast<double>(model::norm_params(m, a.head_dim)) : 0.0;
+  return w + b + qk;
 }
 
 // A feed-forward block of width f split t ways (row-parallel output bias replicated).
@@ -320,6 +322,8 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
     // width when repeat_kv expanded them before the attention (which saves its inputs).
     const double kv_kept = s.training.repeat_kv ? heads : kvh;
     keep(Tag::AttnQkv, T * (heads * dqk + kv_kept * dqk + kv_kept * dv), kBf16Bytes);
+    // qk-norm keeps its inputs, q and k before the norm, beside the normalized ones
+    if (a.qk_norm) keep(Tag::AttnQkv, T * (heads + kvh) * dqk, kBf16Bytes);
   }
   if (opt.flash_attention) {
     keep(Tag::CoreAttn, T * heads, kFp32Bytes);  // log-sum-exp per query and head

@@ -182,6 +182,14 @@ void add_attention(const Ctx& c, std::vector<Op>& ops) {
     Op qkv = gemm("qkv_proj", Module::AttnProj, T, (heads + 2 * kv_heads) * dqk, h);
     qkv.unfused_n = {heads * dqk, kv_heads * dqk, kv_heads * dv};
     ops.push_back(qkv);
+    if (a.qk_norm) {
+      // Qwen3 / OLMo 2: a norm over each head's query and one over each head's key, before
+      // RoPE: two norm kernels (Megatron-Core's q_layernorm and k_layernorm), backward alike.
+      Op qk = norm(c, "qk_norm", T, (heads + kv_heads) * dqk);
+      qk.kernels *= 2;
+      qk.bwd_kernels *= 2;
+      ops.push_back(qk);
+    }
     if (rope) {
       double elems = T * (heads + kv_heads) * dqk;
       ops.push_back(rope_op(c, Module::AttnProj, elems, 2));

@@ -59,7 +59,9 @@ std::int64_t attention_params(const ModelSpec& m) {
   const std::int64_t d = a.head_dim, kv_heads = a.kv_heads;
   std::int64_t weights = h * heads * d + 2 * h * kv_heads * d + heads * d * h;
   std::int64_t biases = m.bias ? heads * d + 2 * kv_heads * d + h : 0;
-  return weights + biases;
+  // qk-norm: one norm of head_dim shared by the query heads, one by the key heads.
+  std::int64_t qk_norms = a.qk_norm ? 2 * norm_params(m, a.head_dim) : 0;
+  return weights + biases + qk_norms;
 }
 
 std::int64_t ffn_params(const ModelSpec& m, int intermediate) {

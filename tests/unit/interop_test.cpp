@@ -133,8 +133,8 @@ TEST_SUITE("interop.hf_import") {
   }
 
   TEST_CASE(
-      "Qwen3-235B-A22B's config.json is the validation case's model: 235,093,610,496 / "
-      "22,190,739,456") {
+      "Qwen3-235B-A22B's config.json is the validation case's model: 235,093,634,560 / "
+      "22,190,763,520") {
     const HfImport r = import_hf_config(hf("qwen3-235b-a22b/config.json"));
     const ModelSpec ref =
         load_cases(
@@ -150,21 +150,21 @@ TEST_SUITE("interop.hf_import") {
     CHECK(m.moe->dense_layers == 0);  // decoder_sparse_step 1, mlp_only_layers []
     CHECK(m.moe->shared_experts == 0);
     CHECK(m.seq_len == 40960);
-    // per layer: q 4096 x 8192 + k, v 2 x 4096 x 512 + o 8192 x 4096 = 71,303,168; router
-    //   128 x 4096 = 524,288; expert 3 x 4096 x 1536 = 18,874,368; norms 8192
-    //   MoE layer: 8192 + 71,303,168 + 524,288 + 128 x 18,874,368 = 2,487,754,752
-    //   active:    8192 + 71,303,168 + 524,288 +   8 x 18,874,368 =   222,830,592
+    // per layer: q 4096 x 8192 + k, v 2 x 4096 x 512 + o 8192 x 4096 = 71,303,168; qk-norm
+    //   2 x 128 = 256; router 128 x 4096 = 524,288; expert 3 x 4096 x 1536 = 18,874,368;
+    //   norms 8192
+    //   MoE layer: 8192 + 71,303,424 + 524,288 + 128 x 18,874,368 = 2,487,755,008
+    //   active:    8192 + 71,303,424 + 524,288 +   8 x 18,874,368 =   222,830,848
     // + embedding and head 2 x 151936 x 4096 = 1,244,659,712 + final norm 4096
     const ModelCounts c = count_model(m), v = count_model(ref);
-    CHECK(c.total_params == 94LL * 2'487'754'752 + 1'244'659'712 + 4096);
-    CHECK(c.total_params == 235'093'610'496);
-    CHECK(c.active_params == 94LL * 222'830'592 + 1'244'659'712 + 4096);
-    CHECK(c.active_params == 22'190'739'456);
+    CHECK(m.attention.qk_norm);
+    CHECK(c.total_params == 94LL * 2'487'755'008 + 1'244'659'712 + 4096);
+    CHECK(c.total_params == 235'093'634'560);
+    CHECK(c.active_params == 94LL * 222'830'848 + 1'244'659'712 + 4096);
+    CHECK(c.active_params == 22'190'763'520);
     CHECK(c.total_params == v.total_params);
     CHECK(c.active_params == v.active_params);
-    // Qwen3's qk-norm is not in the schema: said so.
-    REQUIRE(r.notes.size() == 1);
-    CHECK(has(r.notes.front(), "qk-norm"));
+    CHECK(r.notes.empty());
   }
 
   TEST_CASE("every key not mapped is listed, in file order") {
@@ -227,7 +227,7 @@ TEST_SUITE("interop.hf_import") {
         load_model((fs::path(PARAPLAN_TEST_DATA) / "good/hf-extends.yaml").string());
     CHECK(ext.name == "qwen3-235b-a22b-4k");
     CHECK(ext.seq_len == 4096);
-    CHECK(count_model(ext).total_params == 235'093'610'496);
+    CHECK(count_model(ext).total_params == 235'093'634'560);
     // A .json file is a model, never hardware or a strategy.
     const auto d = diagnostics_of([&] { (void)load_hardware(json); });
     REQUIRE(d.size() == 1);
@@ -298,14 +298,14 @@ TEST_SUITE("interop.hf_import") {
     CHECK(count_model(nx.model).total_params == 20'554'567'680);
     CHECK(nx.notes.size() == 1);  // use_parallel_residual
 
-    // Qwen3-8B: 8,190,726,144 without qk-norm; the checkpoint's 8,190,735,360 has 36 x 2 x 128
-    // = 9,216 more, the per-head query and key RMSNorm weights the note names.
+    // Qwen3-8B (Qwen/Qwen3-8B): the checkpoint's 8,190,735,360, of them 36 x 2 x 128 = 9,216
+    // the per-head query and key RMSNorm weights (qk-norm).
     const std::string qwen3 =
         R"({"model_type": "qwen3", "hidden_size": 4096, "intermediate_size": 12288,
       "num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
       "vocab_size": 151936, "max_position_embeddings": 40960, "tie_word_embeddings": false})";
     const HfImport q3 = parse_hf_config(qwen3, "qwen3-8b.json");
-    CHECK(count_model(q3.model).total_params == 8'190'735'360 - 36 * 2 * 128);
+    CHECK(count_model(q3.model).total_params == 8'190'735'360);
     CHECK_FALSE(q3.model.moe.has_value());
 
     // DeepSeek-V2-Lite: no query compression (q_lora_rank null), 64 routed + 2 shared experts
@@ -507,7 +507,7 @@ TEST_SUITE("interop.hf_import") {
     CHECK(w.out == "wrote " + out.string() + " (`paraplan check " + out.string() + "`)\n");
     const ModelSpec m = load_model(out.string());
     CHECK(m.name == "qwen3-test");
-    CHECK(count_model(m).total_params == 235'093'610'496);
+    CHECK(count_model(m).total_params == 235'093'634'560);
     fs::remove_all(out.parent_path());
     const Run bad =
         cli("import-hf " + hf("qwen3-235b-a22b/config.json") + " -o /proc/no/such/dir/m.yaml");

@@ -90,13 +90,13 @@ TEST_SUITE("model.counts") {
 
   TEST_CASE("Qwen3-235B-A22B: 235.09B total, 22.19B active (Qwen: 235B / 22B)") {
     const ModelCounts c = count_model(load_model("qwen3-235b-a22b"));
-    // attention q 4096*8192 + k, v 2*4096*512 + o 8192*4096 = 71,303,168; expert
-    // 3*4096*1536 = 18,874,368 x 128 = 2,415,919,104; router 128*4096 = 524,288; norms 8192.
-    // Layer 2,487,754,752 x 94 = 233,848,946,688; + embedding and head 2*151936*4096 + final
-    // norm 4096 = 1,244,663,808.
-    CHECK(c.total_params == 235'093'610'496);
-    // active: 8 of 128 experts: (71,303,168 + 8*18,874,368 + 524,288 + 8192) x 94 + 1,244,663,808
-    CHECK(c.active_params == 22'190'739'456);
+    // attention q 4096*8192 + k, v 2*4096*512 + o 8192*4096 = 71,303,168, qk-norm 2*128;
+    // expert 3*4096*1536 = 18,874,368 x 128 = 2,415,919,104; router 128*4096 = 524,288;
+    // norms 8192. Layer 2,487,755,008 x 94 = 233,848,970,752; + embedding and head
+    // 2*151936*4096 + final norm 4096 = 1,244,663,808. (The checkpoint: 235,093,634,560.)
+    CHECK(c.total_params == 235'093'634'560);
+    // active: 8 of 128 experts: (71,303,424 + 8*18,874,368 + 524,288 + 8192) x 94 + 1,244,663,808
+    CHECK(c.active_params == 22'190'763'520);
   }
 
   TEST_CASE("training FLOP per token of a dense model: 6N + causal attention") {

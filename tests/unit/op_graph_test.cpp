@@ -197,6 +197,33 @@ TEST_SUITE("model.op_graph") {
     CHECK(w.efficiency < a.efficiency);
   }
 
+  TEST_CASE("qk-norm: two norm kernels over q and k before RoPE, their inputs kept") {
+    // Qwen3-235B-A22B at TP1 (64 query and 4 key heads of 128), micro-batch 1 of 4096 tokens:
+    // the norms read and write q and k, 4096 x (64 + 4) x 128 elements at 2 B each way.
+    Plan p;
+    p.model = load_model("qwen3-235b-a22b");
+    p.hardware = load_hardware("h100-sxm-ib");
+    p.strategy.nodes = 16;
+    p.strategy.parallel.pp = 4;
+    p.strategy.parallel.dp = 32;
+    p.strategy.parallel.ep = 32;
+    p.strategy.training.micro_batch = 1;
+    p.strategy.training.global_batch = 64;
+    REQUIRE(p.model.attention.qk_norm);
+    const double elems = 4096.0 * (64 + 4) * 128;
+    auto layers = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    const Op& qk = op(layer(layers, LayerKind::Moe), "qk_norm");
+    CHECK(qk.bytes == doctest::Approx(2 * elems * 2));
+    CHECK(qk.kernels == 2);
+    // the layer's activations keep q and k once more, before the norm
+    const MemoryEstimate with = estimate_memory(p);
+    p.model.attention.qk_norm = false;
+    const MemoryEstimate without = estimate_memory(p);
+    const auto& s0 = with.stages[0];
+    const auto& t0 = without.stages[0];
+    CHECK(s0.activations - t0.activations == doctest::Approx(s0.in_flight * s0.moe_layers * elems * 2));
+  }
+
   TEST_CASE("GQA with tp above kv_heads replicates one KV head per rank") {
     Plan p = llama_plan(16, true);
     p.strategy.nodes = 16;
