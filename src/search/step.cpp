@@ -64,8 +64,7 @@ Exposed expose(const KindCost& k, bool ep_overlap, bool tp_overlap) {
   return e;
 }
 
-struct RankTime {
-  double f = 0, b = 0, w = 0, compute = 0, tp = 0, ep = 0, queueing = 0;
+struct RankTime : MicroBatchTimes {
   void add(const Exposed& e, double n) {
     f += n * e.f;
     b += n * e.b;
@@ -272,13 +271,7 @@ Bottleneck bottleneck(const ModelSpec& m, const Strategy& s, const LayerCosts& c
   RankTime w;
   Bottleneck out;
   find_bottleneck(m, s, c, nullptr, w, out.chunks);
-  out.f = w.f;
-  out.b = w.b;
-  out.w = w.w;
-  out.compute = w.compute;
-  out.tp = w.tp;
-  out.ep = w.ep;
-  out.queueing = w.queueing;
+  out.times = w;
   return out;
 }
 
@@ -297,13 +290,7 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
   RankTime worst;
   double worst_chunks = 1;
   if (known != nullptr && !simulated) {
-    worst.f = known->f;
-    worst.b = known->b;
-    worst.w = known->w;
-    worst.compute = known->compute;
-    worst.tp = known->tp;
-    worst.ep = known->ep;
-    worst.queueing = known->queueing;
+    static_cast<MicroBatchTimes&>(worst) = known->times;
     worst_chunks = known->chunks;
   } else {
     find_bottleneck(m, s, c, simulated ? &ranks : nullptr, worst, worst_chunks);

@@ -21,11 +21,16 @@ struct DpVolumes {
   double dense_params = 0, expert_params = 0;
 };
 
+/// One micro-batch through a rank: forward, input-gradient and weight-gradient times with
+/// their exposed communication, and of them the compute, TP/CP, EP and queueing parts.
+struct MicroBatchTimes {
+  double f = 0, b = 0, w = 0, compute = 0, tp = 0, ep = 0, queueing = 0;
+};
 /// The rank whose micro-batch takes longest, the closed form's bottleneck: one micro-batch's
 /// times through all its chunks (exposed communication included) and the number of chunks
 /// its bubble is counted in (2 for DualPipeV, else 1).
 struct Bottleneck {
-  double f = 0, b = 0, w = 0, compute = 0, tp = 0, ep = 0, queueing = 0;
+  MicroBatchTimes times;
   double chunks = 1;
 };
 /// The bottleneck rank of `s`. It follows from the layer costs, the pipeline layout, the
