@@ -212,32 +212,17 @@ class Keys {
   }
   /// A list of whole numbers in [lo, hi]; absent or null = empty.
   std::vector<int> int_list(std::string_view key, int lo, int hi) {
-    use(key);
     std::vector<int> out;
-    const Node* n = reader_.get(key);
-    if (n == nullptr) return out;
-    if (!n->is_seq()) {
-      reader_.diags().error(n->loc, "`" + std::string(key) + "` must be a list of layer numbers");
-      return out;
-    }
-    for (const Node& item : n->items) {
-      if (auto v = reader_.scalars().integer(item, key, lo, hi))
-        out.push_back(static_cast<int>(*v));
+    for (const Node& item : list_items(key, "a list of layer numbers")) {
+      if (auto v = reader_.scalars().integer(item, key, lo, hi)) out.push_back(static_cast<int>(*v));
     }
     return out;
   }
 
   /// A list of strings; absent or null = empty.
   std::vector<std::string> text_list(std::string_view key) {
-    use(key);
     std::vector<std::string> out;
-    const Node* n = reader_.get(key);
-    if (n == nullptr) return out;
-    if (!n->is_seq()) {
-      reader_.diags().error(n->loc, "`" + std::string(key) + "` must be a list");
-      return out;
-    }
-    for (const Node& item : n->items) {
+    for (const Node& item : list_items(key, "a list")) {
       if (auto v = reader_.scalars().text(item, key)) out.push_back(*v);
     }
     return out;
@@ -253,6 +238,20 @@ class Keys {
   }
 
  private:
+  // The items of list `key`, marked used; none when absent or null, and an error (`what`
+  // the key must be) when it is not a list.
+  const std::vector<Node>& list_items(std::string_view key, const char* what) {
+    static const std::vector<Node> none;
+    use(key);
+    const Node* n = reader_.get(key);
+    if (n == nullptr) return none;
+    if (!n->is_seq()) {
+      reader_.diags().error(n->loc, "`" + std::string(key) + "` must be " + what);
+      return none;
+    }
+    return n->items;
+  }
+
   const Node& root_;
   MapReader reader_;
   std::set<std::string> used_;

@@ -513,15 +513,6 @@ bool ChunkCounts::operator==(const ChunkCounts& o) const {
          embedding_copy == o.embedding_copy && mtp == o.mtp;
 }
 
-void ChunkCounts::add(const ChunkCounts& o) {
-  dense += o.dense;
-  moe += o.moe;
-  embedding += o.embedding;
-  head += o.head;
-  embedding_copy += o.embedding_copy;
-  mtp += o.mtp;
-}
-
 ParamCount counted_params(const MemoryInputs& in, const ModelSpec& m, const ChunkCounts& n) {
   ParamCount pc;
   pc.dense = n.dense * in.dense_layer + n.moe * in.moe_layer_dense;
@@ -761,25 +752,18 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
   for (std::size_t i = 0; i < visits; ++i) {
     const int r = compact ? runs->starts[i] : static_cast<int>(i);
     const auto& chunks = ranks[static_cast<std::size_t>(r)];
+    // What the rank's chunks hold (the run's, counted once per pipeline layout, when compact).
+    const schedule::RankRuns::Held c = compact ? runs->held[i] : schedule::rank_held(chunks, nd_model);
     ChunkCounts n;
-    if (compact) {
-      // The run's counts, as the loop below adds them up chunk by chunk.
-      const schedule::RankRuns::Held& c = runs->held[i];
-      n.dense = c.dense;
-      n.moe = c.moe;
-      n.embedding = c.embedding;
-      n.head = c.head;
-      n.mtp = has_mtp ? c.mtp : 0;
-      n.embedding_copy = (m.tied_embeddings ? c.head_apart : 0) + (has_mtp ? c.mtp_apart : 0) +
-                         (m.tied_embeddings || has_mtp ? c.both_apart : 0);
-    } else {
-      bool holds_embedding = false;
-      for (const schedule::Chunk& c : chunks) holds_embedding = holds_embedding || c.embedding;
-      for (const schedule::Chunk& c : chunks) {
-        const bool embedding_copy = ((c.head && m.tied_embeddings) || (c.mtp && has_mtp)) && !holds_embedding;
-        n.add(count_chunk(m, nd_model, c, embedding_copy));
-      }
-    }
+    n.dense = c.dense;
+    n.moe = c.moe;
+    n.embedding = c.embedding;
+    n.head = c.head;
+    n.mtp = has_mtp ? c.mtp : 0;
+    // A rank without the embedding holds its own copy where a head ties to it or an MTP
+    // block uses it.
+    n.embedding_copy = (m.tied_embeddings ? c.head_apart : 0) + (has_mtp ? c.mtp_apart : 0) +
+                       (m.tied_embeddings || has_mtp ? c.both_apart : 0);
     const bool same = r > 0 && n == held.n && chunks.size() == held.chunks;
     if (!same) held_by(n, chunks.size(), held);
     const double in_flight = schedule::in_flight_sets(s, r, est.micro_batches);

@@ -93,7 +93,6 @@ struct ChunkCounts {
   int head = 0;             ///< chunks holding final norm, LM head and loss
   int embedding_copy = 0;   ///< chunks needing their own copy of a tied / MTP embedding
   int mtp = 0;              ///< chunks holding the MTP blocks (model with mtp_depth > 0)
-  void add(const ChunkCounts& o);
   bool operator==(const ChunkCounts& o) const;
 };
 /// What chunk `c` holds; `nd_model` = model::dense_layers(m).

@@ -135,6 +135,27 @@ std::shared_ptr<const std::vector<std::vector<Chunk>>> rank_chunks(const ModelSp
   return it->second;
 }
 
+RankRuns::Held rank_held(const std::vector<Chunk>& chunks, int dense_layers) {
+  RankRuns::Held h;
+  h.chunks = chunks.size();
+  bool holds_embedding = false;
+  for (const Chunk& c : chunks) holds_embedding = holds_embedding || c.embedding;
+  for (const Chunk& c : chunks) {
+    const int nd = c.dense_layers(dense_layers);
+    h.dense += nd;
+    h.moe += c.layers - nd;
+    h.embedding += c.embedding ? 1 : 0;
+    h.head += c.head ? 1 : 0;
+    h.mtp += c.mtp ? 1 : 0;
+    if (!holds_embedding) {
+      h.head_apart += c.head && !c.mtp ? 1 : 0;
+      h.mtp_apart += c.mtp && !c.head ? 1 : 0;
+      h.both_apart += c.head && c.mtp ? 1 : 0;
+    }
+  }
+  return h;
+}
+
 std::shared_ptr<const RankRuns> rank_runs(const ModelSpec& m, const Strategy& s, int dense_layers) {
   auto ranks = rank_chunks(m, s);
   // Keyed by the layout's address: the entry holds the layout, so no other layout can take
@@ -167,24 +188,7 @@ std::shared_ptr<const RankRuns> rank_runs(const ModelSpec& m, const Strategy& s,
                        std::equal(all[r].begin(), all[r].end(), all[r - 1].begin(), same);
     if (joins) continue;
     runs->starts.push_back(static_cast<int>(r));
-    RankRuns::Held h;
-    h.chunks = all[r].size();
-    bool holds_embedding = false;
-    for (const Chunk& c : all[r]) holds_embedding = holds_embedding || c.embedding;
-    for (const Chunk& c : all[r]) {
-      const int nd = c.dense_layers(dense_layers);
-      h.dense += nd;
-      h.moe += c.layers - nd;
-      h.embedding += c.embedding ? 1 : 0;
-      h.head += c.head ? 1 : 0;
-      h.mtp += c.mtp ? 1 : 0;
-      if (!holds_embedding) {
-        h.head_apart += c.head && !c.mtp ? 1 : 0;
-        h.mtp_apart += c.mtp && !c.head ? 1 : 0;
-        h.both_apart += c.head && c.mtp ? 1 : 0;
-      }
-    }
-    runs->held.push_back(h);
+    runs->held.push_back(rank_held(all[r], dense_layers));
   }
   runs->ranks = std::move(ranks);
   last = memo.emplace(key, std::move(runs)).first->second;

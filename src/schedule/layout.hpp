@@ -55,7 +55,7 @@ std::shared_ptr<const std::vector<std::vector<Chunk>>> rank_chunks(const ModelSp
 struct RankRuns {
   std::shared_ptr<const std::vector<std::vector<Chunk>>> ranks;  ///< rank_chunks(m, s)
   std::vector<int> starts;  ///< the first rank of each run, ascending, from 0
-  /// What the chunks of each run's first rank hold together (one entry per start).
+  /// What a rank's chunks hold together (rank_held).
   struct Held {
     int dense = 0, moe = 0;       ///< transformer layers of each kind
     int embedding = 0, head = 0;  ///< chunks holding the embedding, the head
@@ -65,9 +65,11 @@ struct RankRuns {
     int head_apart = 0, mtp_apart = 0, both_apart = 0;
     std::size_t chunks = 0;
   };
-  std::vector<Held> held;
+  std::vector<Held> held;  ///< of each run's first rank, one per start
 };
 std::shared_ptr<const RankRuns> rank_runs(const ModelSpec& m, const Strategy& s, int dense_layers);
+/// What the chunks of one rank hold together; `dense_layers` = the model's leading dense layers.
+RankRuns::Held rank_held(const std::vector<Chunk>& chunks, int dense_layers);
 
 /// Micro-batches per step per DP rank: global_batch / (dp x micro_batch).
 int micro_batches(const Strategy& s);

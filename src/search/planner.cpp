@@ -110,53 +110,54 @@ struct Field {
   double value = 0;
 };
 
-// The first non-finite field of `e`, or a Field without a name when every one is finite.
-// Cheap enough for the search's inner loop.
-Field non_finite_field(const Estimate& e) {
+// Every named number of an estimate, in one list: `f(name, value)` for each.
+template <typename F>
+void each_field(const Estimate& e, F&& f) {
   const TimeBreakdown& t = e.time_s;
   const MemoryBreakdown& m = e.memory_bytes;
-  // A NaN or an infinity makes the sum non-finite: one test for the usual case, the names
-  // only when it fails (the sum of finite fields may overflow; then the scan finds none).
-  const double sum = e.step_time_s + e.tokens_per_device_per_s + e.tokens_per_die_per_s + e.mfu + e.hfu +
-                     t.compute + t.tp_comm + t.ep_comm + t.pp_comm + t.dp_comm + t.pp_bubble + t.optimizer +
-                     t.queueing + t.offload + t.exposed_comm + m.weights + m.gradients + m.optimizer_states +
-                     m.activations + m.buffers + m.reserve + m.total + m.capacity + m.host_per_node +
-                     e.stage_f_s + e.stage_b_s + e.stage_w_s + e.closed_form_step_s;
+  f("step_time_s", e.step_time_s);
+  f("tokens_per_device_per_s", e.tokens_per_device_per_s);
+  f("tokens_per_die_per_s", e.tokens_per_die_per_s);
+  f("mfu", e.mfu);
+  f("hfu", e.hfu);
+  f("time_s.compute", t.compute);
+  f("time_s.tp_comm", t.tp_comm);
+  f("time_s.ep_comm", t.ep_comm);
+  f("time_s.pp_comm", t.pp_comm);
+  f("time_s.dp_comm", t.dp_comm);
+  f("time_s.pp_bubble", t.pp_bubble);
+  f("time_s.optimizer", t.optimizer);
+  f("time_s.queueing", t.queueing);
+  f("time_s.offload", t.offload);
+  f("time_s.exposed_comm", t.exposed_comm);
+  f("memory_bytes.weights", m.weights);
+  f("memory_bytes.gradients", m.gradients);
+  f("memory_bytes.optimizer_states", m.optimizer_states);
+  f("memory_bytes.activations", m.activations);
+  f("memory_bytes.buffers", m.buffers);
+  f("memory_bytes.reserve", m.reserve);
+  f("memory_bytes.total", m.total);
+  f("memory_bytes.capacity", m.capacity);
+  f("memory_bytes.host_per_node", m.host_per_node);
+  f("stage_f_s", e.stage_f_s);
+  f("stage_b_s", e.stage_b_s);
+  f("stage_w_s", e.stage_w_s);
+  f("closed_form_step_s", e.closed_form_step_s);
+}
+
+// The first non-finite field of `e`, or a Field without a name when every one is finite.
+// Cheap enough for the search's inner loop: a NaN or an infinity makes the sum non-finite,
+// one test for the usual case, the names only when it fails (the sum of finite fields may
+// overflow; then the scan finds none).
+Field non_finite_field(const Estimate& e) {
+  double sum = 0;
+  each_field(e, [&](const char*, double v) { sum += v; });
   if (std::isfinite(sum)) return {};
-  const Field fields[] = {
-      {"step_time_s", e.step_time_s},
-      {"tokens_per_device_per_s", e.tokens_per_device_per_s},
-      {"tokens_per_die_per_s", e.tokens_per_die_per_s},
-      {"mfu", e.mfu},
-      {"hfu", e.hfu},
-      {"time_s.compute", t.compute},
-      {"time_s.tp_comm", t.tp_comm},
-      {"time_s.ep_comm", t.ep_comm},
-      {"time_s.pp_comm", t.pp_comm},
-      {"time_s.dp_comm", t.dp_comm},
-      {"time_s.pp_bubble", t.pp_bubble},
-      {"time_s.optimizer", t.optimizer},
-      {"time_s.queueing", t.queueing},
-      {"time_s.offload", t.offload},
-      {"time_s.exposed_comm", t.exposed_comm},
-      {"memory_bytes.weights", m.weights},
-      {"memory_bytes.gradients", m.gradients},
-      {"memory_bytes.optimizer_states", m.optimizer_states},
-      {"memory_bytes.activations", m.activations},
-      {"memory_bytes.buffers", m.buffers},
-      {"memory_bytes.reserve", m.reserve},
-      {"memory_bytes.total", m.total},
-      {"memory_bytes.capacity", m.capacity},
-      {"memory_bytes.host_per_node", m.host_per_node},
-      {"stage_f_s", e.stage_f_s},
-      {"stage_b_s", e.stage_b_s},
-      {"stage_w_s", e.stage_w_s},
-      {"closed_form_step_s", e.closed_form_step_s},
-  };
-  for (const Field& f : fields) {
-    if (!std::isfinite(f.value)) return f;
-  }
-  return {};
+  Field first;
+  each_field(e, [&](const char* name, double v) {
+    if (first.name == nullptr && !std::isfinite(v)) first = {name, v};
+  });
+  return first;
 }
 
 std::string describe(const Strategy& s) {

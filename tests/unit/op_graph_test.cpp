@@ -62,6 +62,19 @@ Plan llama_plan(int tp, bool sp) {
   return p;
 }
 
+// A MoE model on 16 nodes, TP1, global batch 64, micro-batch 1.
+Plan moe_plan(const std::string& model, const std::string& hw, int pp, int dp, int ep) {
+  Plan p;
+  p.model = load_model(model);
+  p.hardware = load_hardware(hw);
+  p.strategy.nodes = 16;
+  p.strategy.parallel.pp = pp;
+  p.strategy.parallel.dp = dp;
+  p.strategy.parallel.ep = ep;
+  p.strategy.training.global_batch = 64;
+  return p;
+}
+
 // GPT-3 175B at TP8 on one DGX A100, micro-batch 1 (Korthikanti et al. 2022's setting).
 Plan gpt3_tp8_plan() {
   Plan p;
@@ -200,15 +213,7 @@ TEST_SUITE("model.op_graph") {
   TEST_CASE("qk-norm: two norm kernels over q and k before RoPE, their inputs kept") {
     // Qwen3-235B-A22B at TP1 (64 query and 4 key heads of 128), micro-batch 1 of 4096 tokens:
     // the norms read and write q and k, 4096 x (64 + 4) x 128 elements at 2 B each way.
-    Plan p;
-    p.model = load_model("qwen3-235b-a22b");
-    p.hardware = load_hardware("h100-sxm-ib");
-    p.strategy.nodes = 16;
-    p.strategy.parallel.pp = 4;
-    p.strategy.parallel.dp = 32;
-    p.strategy.parallel.ep = 32;
-    p.strategy.training.micro_batch = 1;
-    p.strategy.training.global_batch = 64;
+    Plan p = moe_plan("qwen3-235b-a22b", "h100-sxm-ib", 4, 32, 32);
     REQUIRE(p.model.attention.qk_norm);
     const double elems = 4096.0 * (64 + 4) * 128;
     auto layers = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
@@ -339,14 +344,7 @@ TEST_SUITE("model.op_graph") {
   }
 
   TEST_CASE("FP8 GEMMs run at the FP8 peak on H800; the router and head stay BF16") {
-    Plan p;
-    p.model = load_model("deepseek-v3");
-    p.hardware = load_hardware("h800-ib");
-    p.strategy.nodes = 16;
-    p.strategy.parallel.pp = 8;
-    p.strategy.parallel.dp = 16;
-    p.strategy.parallel.ep = 16;
-    p.strategy.training.global_batch = 64;
+    Plan p = moe_plan("deepseek-v3", "h800-ib", 8, 16, 16);
     ComputeBreakdown bf16 = estimate_compute(p);
     p.strategy.training.precision = Precision::Fp8;
     ComputeBreakdown fp8 = estimate_compute(p);
