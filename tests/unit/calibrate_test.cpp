@@ -528,6 +528,30 @@ TEST_SUITE("calibrate.mamf") {
     CHECK_THROWS_AS((void)calibrate_mamf(h100.device.gemm_kernel, 132, 2.0, 1.5, 256, 20480, 256), ConfigError);
     CHECK_THROWS_AS((void)calibrate_mamf(h100.device.gemm_kernel, 132, 2.0, 0.7, 256, 200000, 1), ConfigError);
   }
+
+  TEST_CASE("b200-sxm-ib: its BF16 anchor is B200's MAMF figure, by hand; its peaks and links are the DGX B200's") {
+    // gemm_mamf_bf16_fp8: NVIDIA B200 SXM BF16 1745.0 TFLOPS of 2250. On 148 SMs one wave of
+    // 128 x 256 tiles is m 512, n 9472 (4 x 37 = 148 tiles); at the largest k of the grid:
+    //   shape factor = 20480 / (20480 + 248) = 0.988036
+    //   fraction     = (1745 / 2250) / 0.988036 = 0.784946
+    const HardwareSpec b200 = load_hardware("b200-sxm-ib");
+    const MamfCalibration c = calibrate_mamf(b200.device.gemm_kernel, 148, 1.0, 1745.0 / 2250.0, 256, 20480, 256,
+                                             2250e12, 8e12 * 0.8, 1.0);
+    const double factor = 20480.0 / (20480.0 + 248.0);
+    CHECK(c.best_shape_factor == doctest::Approx(factor).epsilon(1e-9));
+    CHECK(c.peak_fraction == doctest::Approx(1745.0 / 2250.0 / factor).epsilon(1e-6));
+    CHECK(b200.device.gemm_kernel.peak_fraction[static_cast<int>(Dtype::Bf16)] ==
+          doctest::Approx(c.peak_fraction).epsilon(2e-4));
+    // DGX B200 product page: 1,440 GB and 64 TB/s of HBM3e for 8 GPUs, 72 PFLOPS FP8 with
+    // sparsity for 8 GPUs, 14.4 TB/s aggregate NVLink (both directions), 400 Gb/s per NIC.
+    CHECK(b200.device.memory_bytes == doctest::Approx(1440e9 / 8));
+    CHECK(b200.device.memory_bw_bytes_per_s == doctest::Approx(64e12 / 8));
+    CHECK(b200.device.peak(Dtype::Fp8) == doctest::Approx(72e15 / 8 / 2));
+    CHECK(b200.device.peak(Dtype::Bf16) == doctest::Approx(72e15 / 8 / 4));
+    CHECK(b200.tiers.front().bw_bytes_per_s == doctest::Approx(14.4e12 / 8 / 2));
+    CHECK(b200.tiers.back().bw_bytes_per_s == doctest::Approx(400e9 / 8));
+    CHECK(b200.devices_per_node() == 8);
+  }
 }
 
 namespace {
