@@ -679,6 +679,26 @@ TEST_SUITE("calibrate.runs") {
     CHECK(run_case(bf16).predicted < with);
   }
 
+  TEST_CASE("recorded fit: b200-sxm-ib's fp8_gemm is the optimum of its three runs (x 1)") {
+    // hardware/b200-sxm-ib.yaml carries calibration.fp8_gemm from `paraplan calibrate runs
+    // validation/bridge2509-b200-llama3-8b.yaml validation/bridge2509-b200-llama31-405b.yaml
+    // validation/bridge2509-b200-deepseek-v3.yaml --knobs fp8_gemm` against the file without
+    // it (x 1.5525). Re-fitting against the file must find nothing left to move.
+    std::vector<ValidationCase> runs;
+    for (const char* f : {"bridge2509-b200-llama3-8b.yaml", "bridge2509-b200-llama31-405b.yaml",
+                          "bridge2509-b200-deepseek-v3.yaml"}) {
+      for (ValidationCase& c : load_cases((fs::path(PARAPLAN_SOURCE_DIR) / "validation" / f).string())) {
+        runs.push_back(std::move(c));
+      }
+    }
+    REQUIRE(runs.size() == 3);
+    for (const ValidationCase& c : runs) CHECK(c.calibration);  // declared fitted
+    const RunsFit fit = calibrate_runs(runs, {"fp8_gemm"});
+    CHECK(fit.values[0] == doctest::Approx(1.0).epsilon(2e-3));
+    CHECK(load_hardware("b200-sxm-ib").calibration.fp8_gemm == doctest::Approx(1.5525));
+    CHECK(load_hardware("b200-sxm-ib").calibration.sustained == 1.0);  // no BF16 run fitted
+  }
+
   TEST_CASE("recorded fit: h100-grand-teton's sustained and attention are the optimum of their runs (x 1)") {
     // hardware/h100-grand-teton.yaml carries calibration.sustained and the attention
     // multiplier from `paraplan calibrate runs` over the eight Llama 3.1 8B rows of the
