@@ -552,6 +552,30 @@ TEST_SUITE("calibrate.mamf") {
     CHECK(b200.tiers.back().bw_bytes_per_s == doctest::Approx(400e9 / 8));
     CHECK(b200.devices_per_node() == 8);
   }
+
+  TEST_CASE("h200-sxm-ib: H100's die with H200's memory, its FP8 anchor H200's MAMF figure, by hand") {
+    // gemm_mamf_bf16_fp8: NVIDIA H200 SXM FP8 1453.4 TFLOPS of 1979. With h100-sxm-ib's tiles
+    // and k overhead (248 BF16 elements = 496.25 at FP8's rate) one wave of 128 x 256 tiles on
+    // 132 SMs at the largest k gives shape factor 20480 / 20976.25 = 0.976342, so the fraction
+    // is (1453.4 / 1979) / 0.976342 = 0.752207.
+    const HardwareSpec h200 = load_hardware("h200-sxm-ib");
+    const HardwareSpec h100 = load_hardware("h100-sxm-ib");
+    const MamfCalibration c = calibrate_mamf(h200.device.gemm_kernel, 132, 1979.0 / 989.0, 1453.4 / 1979.0, 256,
+                                             20480, 256, 1979e12, 4.8e12 * 0.8, 1.0);
+    const double factor = 20480.0 / (20480.0 + 248.0 * 1979.0 / 989.0);
+    CHECK(c.peak_fraction == doctest::Approx(1453.4 / 1979.0 / factor).epsilon(1e-6));
+    CHECK(h200.device.gemm_kernel.peak_fraction[static_cast<int>(Dtype::Fp8)] ==
+          doctest::Approx(c.peak_fraction).epsilon(2e-4));
+    // H200 datasheet: 141 GB HBM3e at 4.8 TB/s; the rest is H100's (same die, 700 W).
+    CHECK(h200.device.memory_bytes == doctest::Approx(141e9));
+    CHECK(h200.device.memory_bw_bytes_per_s == doctest::Approx(4.8e12));
+    CHECK(h200.device.peak(Dtype::Bf16) == h100.device.peak(Dtype::Bf16));
+    CHECK(h200.device.compute_units == 132);
+    CHECK(h200.device.gemm_kernel.peak_fraction[static_cast<int>(Dtype::Bf16)] ==
+          h100.device.gemm_kernel.peak_fraction[static_cast<int>(Dtype::Bf16)]);
+    CHECK(h200.calibration.sustained == h100.calibration.sustained);
+    CHECK(h200.tiers.back().bw_bytes_per_s == h100.tiers.back().bw_bytes_per_s);
+  }
 }
 
 namespace {
