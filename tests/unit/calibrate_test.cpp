@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 
 #include "paraplan/calibrate.hpp"
 #include "paraplan/config.hpp"
@@ -583,18 +584,25 @@ namespace {
 // The eight Llama 3.1 8B rows of the torchtitan page h100-grand-teton is fitted to (their
 // case files with `suffix`: "" for the throughput, "-memory" for the peak memory), each
 // declared fitted.
-std::vector<ValidationCase> grand_teton_runs(const std::string& suffix) {
+// The named validation cases (validation/NAME + suffix + .yaml) a recorded fit was made on;
+// each must declare itself fitted.
+std::vector<ValidationCase> fitted_runs(std::initializer_list<const char*> names, const std::string& suffix) {
   std::vector<ValidationCase> runs;
-  for (const char* f : {"torchtitan-llama31-8b-8gpu-fsdp", "torchtitan-llama31-8b-8gpu-fsdp-compile",
-                        "torchtitan-llama31-8b-8gpu-fsdp-compile-float8", "torchtitan-llama31-8b-128gpu-fsdp",
-                        "torchtitan-llama31-8b-128gpu-fsdp-compile", "torchtitan-llama31-8b-128gpu-fsdp-compile-float8",
-                        "torchtitan-llama31-8b-8gpu-cp1-32k", "torchtitan-llama31-8b-8gpu-cp2-64k"}) {
+  for (const char* f : names) {
     for (ValidationCase& c : load_cases(source(("validation/" + std::string(f) + suffix + ".yaml").c_str()))) {
       CHECK(c.calibration);  // declared fitted
       runs.push_back(std::move(c));
     }
   }
   return runs;
+}
+
+std::vector<ValidationCase> grand_teton_runs(const std::string& suffix) {
+  return fitted_runs({"torchtitan-llama31-8b-8gpu-fsdp", "torchtitan-llama31-8b-8gpu-fsdp-compile",
+                      "torchtitan-llama31-8b-8gpu-fsdp-compile-float8", "torchtitan-llama31-8b-128gpu-fsdp",
+                      "torchtitan-llama31-8b-128gpu-fsdp-compile", "torchtitan-llama31-8b-128gpu-fsdp-compile-float8",
+                      "torchtitan-llama31-8b-8gpu-cp1-32k", "torchtitan-llama31-8b-8gpu-cp2-64k"},
+                     suffix);
 }
 
 }  // namespace
@@ -708,15 +716,9 @@ TEST_SUITE("calibrate.runs") {
     // validation/bridge2509-b200-llama3-8b.yaml validation/bridge2509-b200-llama31-405b.yaml
     // validation/bridge2509-b200-deepseek-v3.yaml --knobs fp8_gemm` against the file without
     // it (x 1.5525). Re-fitting against the file must find nothing left to move.
-    std::vector<ValidationCase> runs;
-    for (const char* f : {"bridge2509-b200-llama3-8b.yaml", "bridge2509-b200-llama31-405b.yaml",
-                          "bridge2509-b200-deepseek-v3.yaml"}) {
-      for (ValidationCase& c : load_cases((fs::path(PARAPLAN_SOURCE_DIR) / "validation" / f).string())) {
-        runs.push_back(std::move(c));
-      }
-    }
+    const std::vector<ValidationCase> runs =
+        fitted_runs({"bridge2509-b200-llama3-8b", "bridge2509-b200-llama31-405b", "bridge2509-b200-deepseek-v3"}, "");
     REQUIRE(runs.size() == 3);
-    for (const ValidationCase& c : runs) CHECK(c.calibration);  // declared fitted
     const RunsFit fit = calibrate_runs(runs, {"fp8_gemm"});
     CHECK(fit.values[0] == doctest::Approx(1.0).epsilon(2e-3));
     CHECK(load_hardware("b200-sxm-ib").calibration.fp8_gemm == doctest::Approx(1.5525));
