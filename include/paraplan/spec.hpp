@@ -329,6 +329,9 @@ struct AttentionSpec {
 struct FfnSpec {
   FfnKind kind = FfnKind::Swiglu;
   int intermediate = 0;
+  /// GPT-OSS's clamped GLU: the gate is clamped to at most `clamp` and the linear half to
+  /// [-clamp, clamp] before the activation; 0 = no clamp.
+  double clamp = 0;
 };
 
 /// Mixture-of-Experts settings; present only for MoE models.

@@ -152,6 +152,12 @@ ModelSpec read_model(const Node& root, Diags& diags) {
     if (node != nullptr) {
       if (auto v = f.enumeration("kind", kFfnNames, Need::Required)) m.ffn.kind = *v;
       if (auto v = f.count("intermediate", Need::Required, 1, kMaxDim)) m.ffn.intermediate = *v;
+      if (auto v = f.number("clamp", 1e-3, 1e6)) {
+        m.ffn.clamp = *v;
+        if (m.ffn.kind != FfnKind::Swiglu) {
+          diags.error(f.get("clamp")->loc, "`ffn.clamp` clamps the halves of a gated (GLU) FFN: use `kind: swiglu`");
+        }
+      }
     }
     f.finish();
   }

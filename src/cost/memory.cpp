@@ -352,6 +352,10 @@ std::vector<MemoryPart> layer_activations(const Plan& plan, bool moe_layer, doub
     keep(Tag::Dispatched, copies * h, gemm_in);  // FP8 dispatch delivers FP8 tokens
     keep(Tag::ExpertFc1, copies * (swiglu ? 2 : 1) * fe, low_store ? 1.0 : kBf16Bytes);
     if (eager_act > 0) keep(Tag::ExpertFc1, copies * fe, eager_act);
+    // A clamped GLU (GPT-OSS): the eager clamps keep the FC1 output for their gradient
+    // beside the concatenation the fused activation keeps (op_graph.cpp, glu_clamp); inside
+    // the activation's checkpoint, so recomputed with it.
+    if (swiglu && m.ffn.clamp > 0) keep(Tag::ExpertAct, copies * 2 * fe, kBf16Bytes);
     keep(Tag::ExpertAct, copies * fe, gemm_in);
     // Routing weights applied at the combine need the expert outputs for their gradient;
     // applied on the SwiGLU output (DeepSeek) they do not.

@@ -279,7 +279,23 @@ void add_ffn(const Ctx& c, std::vector<Op>& ops, const std::string& prefix, Modu
                   (swiglu ? (eager ? 5 : 3) : 2) * elems * kAct, (swiglu ? (eager ? 10 : 5) : 3) * elems * kAct,
                   MemClass::Elementwise, swiglu && eager ? 2 : 1, swiglu && eager ? 4 : 0);
   Op down = gemm(prefix + "down_proj", module, tokens, h, f, groups);
-  for (Op* op : {&up, &act, &down}) {
+  // A clamped GLU (GPT-OSS) in grouped experts: Megatron-Core clamps the gate and the linear
+  // half in eager PyTorch and concatenates them again before its fused activation
+  // (NVIDIA/Megatron-LM@9ed8b0c4ac megatron/core/fusions/fused_bias_geglu.py,
+  // weighted_bias_quick_geglu_impl). Per element of the 2f-wide FC1 output: the two clamps
+  // read and write it (2 + 2 B), the concatenation again (2 + 2 B), three kernels. Backward
+  // (PyTorch's clamp_backward: a where over masks of the input; the chunk's gradient is a
+  // concatenation), per pair of gate and linear elements: the gate's mask and where
+  // (2 + 1, 1 + 2 + 2 B), the linear half's two masks, their `and` and where (3 + 3 + 3 +
+  // 5 B), the concatenation (2 x (2 + 2) B): 30 B per pair, seven kernels.
+  Op clamp;
+  const bool clamped = swiglu && groups > 1 && c.m.ffn.clamp > 0;
+  if (clamped) {
+    const double pairs = elems;
+    clamp = memory(prefix + "glu_clamp", act_module, 16 * pairs, 30 * pairs, MemClass::Elementwise, 3, 7);
+  }
+  for (Op* op : {&up, &clamp, &act, &down}) {
+    if (op == &clamp && !clamped) continue;
     op->per_die = per_die;
     ops.push_back(*op);
   }
@@ -355,6 +371,23 @@ void add_transformer_layer(const Ctx& c, std::vector<Op>& ops, bool moe, const s
     // An FP8 dispatch quantizes the rank's tokens once before sending them; otherwise every
     // received copy is quantized in front of the expert GEMM.
     if (c.s.moe.fp8_dispatch) ops[experts_up].quantized_rows = c.tok.per_rank_moe;
+    // Routed experts with biases: Megatron-Core adds the FC2 bias outside the grouped GEMM,
+    // scaled by each copy's routing probability, in eager PyTorch: t + b x p on each local
+    // expert's slice, then a concatenation (NVIDIA/Megatron-LM@9ed8b0c4ac
+    // megatron/core/transformer/moe/experts.py, TEGroupedMLP._apply_bias; BF16 probabilities
+    // under the default router dtype). Per routed copy: b x p written (2h B), the sum reads
+    // two rows and writes one (6h), the concatenation reads and writes one (4h): 2 kernels
+    // per expert and one. Backward: grad x p and grad x b each read the gradient, write a
+    // product and reduce it (2 x 6h), and the split's gradient is concatenated (4h): 4
+    // kernels per expert, the bias gradient's accumulation per expert, the two
+    // concatenations (the rows' and the probabilities').
+    if (c.m.bias) {
+      const int E = c.tok.experts_per_rank;
+      Op bias = memory("experts.fc2_bias", Module::Experts, 12 * copies * h, 16 * copies * h,
+                       MemClass::Elementwise, 2 * E + 1, 5 * E + 2);
+      bias.per_die = per_die;
+      ops.push_back(bias);
+    }
     ops.push_back(unpermute);
     if (e.shared_experts > 0) {
       add_ffn(c, ops, "shared_experts.", Module::SharedExperts, Module::SharedExperts,

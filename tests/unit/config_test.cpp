@@ -243,6 +243,20 @@ TEST_SUITE("config.diagnostics") {
     }
   }
 
+  TEST_CASE("ffn.clamp: a GLU's clamp, refused on a non-gated FFN with its location") {
+    const std::string head = "name: x\nlayers: 4\nhidden: 64\nvocab: 100\nseq_len: 128\nattention: {kind: mha, heads: 4}\n";
+    CHECK(parse_model(head + "ffn: {kind: swiglu, intermediate: 256, clamp: 7.0}\n", "c.yaml").ffn.clamp == 7.0);
+    CHECK(parse_model(head + "ffn: {kind: swiglu, intermediate: 256}\n", "c.yaml").ffn.clamp == 0.0);
+    std::vector<std::string> got;
+    try {
+      (void)parse_model(head + "ffn: {kind: gelu, intermediate: 256, clamp: 7.0}\n", "c.yaml");
+    } catch (const ConfigError& e) {
+      for (const auto& d : e.diagnostics()) got.push_back(d.str());
+    }
+    CHECK(got == std::vector<std::string>{
+                     "c.yaml:7:45: error: `ffn.clamp` clamps the halves of a gated (GLU) FFN: use `kind: swiglu`"});
+  }
+
   TEST_CASE("attention.window: window_layers defaults to every layer, needs a window, at most `layers`") {
     const std::string head =
         "name: x\nlayers: 4\nhidden: 64\nvocab: 100\nseq_len: 128\nffn: {kind: gelu, intermediate: 256}\n";

@@ -229,6 +229,63 @@ TEST_SUITE("model.op_graph") {
     CHECK(s0.activations - t0.activations == doctest::Approx(s0.in_flight * s0.moe_layers * elems * 2));
   }
 
+  TEST_CASE("GPT-OSS's clamped GLU and expert FC2 bias, as Megatron-Core's grouped experts run them eagerly") {
+    // Qwen3-235B-A22B's shapes (hidden 4096, experts of 1536) at EP32, 4 experts per rank,
+    // given GPT-OSS's expert biases and clamp. Per routed copy (NVIDIA/Megatron-LM@9ed8b0c4ac):
+    //  - clamp (fused_bias_geglu.py, weighted_bias_quick_geglu_impl): two clamps over the
+    //    2f-wide FC1 output and a concatenation, each reading and writing it at 2 B:
+    //    2 x (2 + 2) x 2f = 16 f B, 3 kernels; backward (clamp_backward: masks and a where;
+    //    the chunk's gradient a concatenation): 8 f + 14 f + 8 f = 30 f B, 7 kernels;
+    //  - FC2 bias (experts.py, TEGroupedMLP._apply_bias): b x p written (2h), t + b p read
+    //    twice and written (6h), the concatenation (4h) = 12 h B, 2 kernels per expert and 1;
+    //    backward: two products written and reduced (12h), the split's gradient (4h) = 16 h B,
+    //    5 kernels per expert and 2.
+    Plan p = moe_plan("qwen3-235b-a22b", "h100-sxm-ib", 4, 32, 32);
+    const double h = 4096, f = 1536;
+    auto plain = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    const Layer& pl = layer(plain, LayerKind::Moe);
+    for (const Op& o : pl.ops) {
+      CHECK(o.name.find("glu_clamp") == std::string::npos);
+      CHECK(o.name.find("fc2_bias") == std::string::npos);
+    }
+    p.model.bias = true;
+    p.model.ffn.clamp = 7.0;
+    auto layers = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    const Layer& l = layer(layers, LayerKind::Moe);
+    const Op& up = op(l, "experts.gate_up_proj");
+    REQUIRE(up.groups == 4);
+    REQUIRE(up.n == 2 * f);
+    const double copies = up.m * up.groups;
+    const Op& clamp = op(l, "experts.glu_clamp");
+    CHECK(clamp.bytes == doctest::Approx(16 * f * copies));
+    CHECK(clamp.kernels == 3);
+    const Op& clamp_b = op(l, "experts.glu_clamp.bwd", Phase::InputGrad);
+    CHECK(clamp_b.bytes == doctest::Approx(30 * f * copies));
+    CHECK(clamp_b.kernels == 7);
+    const Op& bias = op(l, "experts.fc2_bias");
+    CHECK(bias.bytes == doctest::Approx(12 * h * copies));
+    CHECK(bias.kernels == 2 * 4 + 1);
+    const Op& bias_b = op(l, "experts.fc2_bias.bwd", Phase::InputGrad);
+    CHECK(bias_b.bytes == doctest::Approx(16 * h * copies));
+    CHECK(bias_b.kernels == 5 * 4 + 2);
+    // the clamp runs inside the activation's checkpoint: recomputed with moe_act, the bias not
+    p.strategy.training.recompute.mode = RecomputeMode::Modules;
+    p.strategy.training.recompute.modules[static_cast<int>(RecomputeModule::MoeAct)] = true;
+    auto re = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    const Layer& r = layer(re, LayerKind::Moe);
+    CHECK(op(r, "experts.glu_clamp", Phase::Recompute).bytes == doctest::Approx(16 * f * copies));
+    for (const Op& o : r.ops) CHECK_FALSE((o.phase == Phase::Recompute && o.name.find("fc2_bias") != std::string::npos));
+    // memory: without recompute the clamps keep the FC1 output (2f x 2 B per copy) for their
+    // gradient beside what the fused activation keeps; with moe_act recomputed nothing stays
+    p.strategy.training.recompute = Recompute{};
+    const MemoryEstimate with = estimate_memory(p);
+    p.model.ffn.clamp = 0;
+    const MemoryEstimate without = estimate_memory(p);
+    const auto& s0 = with.stages[0];
+    CHECK(s0.activations - without.stages[0].activations ==
+          doctest::Approx(s0.in_flight * s0.moe_layers * copies * 2 * f * 2));
+  }
+
   TEST_CASE("GQA with tp above kv_heads replicates one KV head per rank") {
     Plan p = llama_plan(16, true);
     p.strategy.nodes = 16;
