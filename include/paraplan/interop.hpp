@@ -33,8 +33,8 @@ struct HfImport {
       notes;  ///< what the model schema cannot say exactly, and what was assumed
 };
 
-/// The `model_type`s an import reads: deepseek_v2, deepseek_v3, gpt_neox, llama, mixtral,
-/// qwen3, qwen3_moe.
+/// The `model_type`s an import reads: deepseek_v2, deepseek_v3, gpt_neox, gpt_oss, llama,
+/// mistral, mixtral, qwen3, qwen3_moe.
 [[nodiscard]] PARAPLAN_EXPORT std::vector<std::string> hf_model_types();
 
 /// Reads a config.json file. Throws ConfigError located in the JSON (`file:line:col`) when

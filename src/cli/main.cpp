@@ -1101,7 +1101,7 @@ int run(int argc, char** argv) {
                         "Sequence length (default: max_position_embeddings, the longest context)")
       ->check(CLI::Range(1, 1 << 28));
   import_hf->footer(
-      "Reads model_type deepseek_v2, deepseek_v3, gpt_neox, llama, mistral, mixtral, qwen3 and qwen3_moe. Keys\n"
+      "Reads model_type deepseek_v2, deepseek_v3, gpt_neox, gpt_oss, llama, mistral, mixtral, qwen3 and qwen3_moe. Keys\n"
       "not mapped are listed on stderr (`unmapped: ...`), with notes on what the schema cannot say\n"
       "exactly. A config.json also works directly wherever a model is expected: `rank -m`,\n"
       "`--set model=...`, a strategy's `model:` (docs/interop.md).\n"

@@ -18,12 +18,13 @@
 namespace paraplan::config {
 namespace {
 
-enum class Family { DeepseekV2, DeepseekV3, GptNeox, Llama, Mistral, Mixtral, Qwen3, Qwen3Moe };
+enum class Family { DeepseekV2, DeepseekV3, GptNeox, GptOss, Llama, Mistral, Mixtral, Qwen3, Qwen3Moe };
 
 const std::vector<std::pair<std::string, Family>>& families() {
   static const std::vector<std::pair<std::string, Family>> all{
       {"deepseek_v2", Family::DeepseekV2}, {"deepseek_v3", Family::DeepseekV3},
-      {"gpt_neox", Family::GptNeox},       {"llama", Family::Llama},
+      {"gpt_neox", Family::GptNeox},       {"gpt_oss", Family::GptOss},
+      {"llama", Family::Llama},
       {"mistral", Family::Mistral},        {"mixtral", Family::Mixtral},
       {"qwen3", Family::Qwen3},
       {"qwen3_moe", Family::Qwen3Moe}};
@@ -39,6 +40,8 @@ const char* class_name(Family f) {
       return "DeepseekV3Config";
     case Family::GptNeox:
       return "GPTNeoXConfig";
+    case Family::GptOss:
+      return "GptOssConfig";
     case Family::Llama:
       return "LlamaConfig";
     case Family::Mistral:
@@ -369,6 +372,7 @@ HfTree hf_model_tree(const Node& root, const std::string& display, const HfOptio
     b.put("tied_embeddings", "false", at_root, default_of("tie_word_embeddings"));
   }
   const bool neox = fam == Family::GptNeox;
+  const bool gpt_oss = fam == Family::GptOss;
   b.put("norm", neox ? "layernorm" : "rmsnorm", at_root, "model_type " + *type);
 
   // Biases: the schema has one switch for every linear layer.
@@ -376,8 +380,12 @@ HfTree hf_model_tree(const Node& root, const std::string& display, const HfOptio
     const bool attn_default = neox;  // GPT-NeoX: attention_bias True; the others False
     const bool attn = k.present("attention_bias") ? k.flag("attention_bias").value_or(attn_default)
                                                   : attn_default;
-    bool mlp = neox;  // GPT-NeoX's MLP always has biases; Llama's follows mlp_bias
-    std::string mlp_from = neox ? "GPT-NeoX MLP" : "no MLP biases";
+    // GPT-NeoX's MLP always has biases, GPT-OSS's experts and router too; Llama's follow
+    // mlp_bias.
+    bool mlp = neox || gpt_oss;
+    std::string mlp_from = neox      ? "GPT-NeoX MLP"
+                           : gpt_oss ? "GPT-OSS experts and router (gate_up_proj_bias, down_proj_bias, router bias)"
+                                     : "no MLP biases";
     if (fam == Family::Llama) {
       mlp = k.present("mlp_bias") ? k.flag("mlp_bias").value_or(false) : false;
       mlp_from = k.present("mlp_bias") ? "mlp_bias" : default_of("mlp_bias");
@@ -513,9 +521,17 @@ HfTree hf_model_tree(const Node& root, const std::string& display, const HfOptio
     b.put("ffn.kind", gated ? "swiglu" : "gelu", act ? k.loc("hidden_act") : at_root, from);
     if (auto v = k.count("intermediate_size", Need::Required)) {
       b.put("ffn.intermediate", str(*v), k.loc("intermediate_size"),
-            fam == Family::Mixtral    ? "intermediate_size (every layer is MoE: the experts' size)"
+            fam == Family::Mixtral || gpt_oss
+                ? "intermediate_size (every layer is MoE: the experts' size)"
             : fam == Family::Qwen3Moe ? "intermediate_size (the dense MLP of mlp_only_layers)"
                                       : "intermediate_size");
+    }
+    // GPT-OSS clamps the gate to at most swiglu_limit and the linear half to within it.
+    if (gpt_oss && k.present("swiglu_limit")) {
+      if (k.number("swiglu_limit", 1e-3, 1e6)) {
+        b.put("ffn.clamp", root.find("swiglu_limit")->scalar, k.loc("swiglu_limit"),
+              "swiglu_limit (the clamped GLU: gate <= limit, linear half within +-limit)");
+      }
     }
   }
 
@@ -523,13 +539,16 @@ HfTree hf_model_tree(const Node& root, const std::string& display, const HfOptio
   std::function<bool(int)> is_moe;
   std::string moe_rule;
   Loc moe_loc = at_root;
-  if (fam == Family::Mixtral) {
+  if (fam == Family::Mixtral || gpt_oss) {
     const auto experts = k.count("num_local_experts", Need::Required);
     const auto top_k = k.count("num_experts_per_tok", Need::Required);
     if (experts && top_k) {
-      b.put("moe.dense_layers", "0", at_root, "every Mixtral layer is MoE");
+      b.put("moe.dense_layers", "0", at_root, "every " + std::string(gpt_oss ? "GPT-OSS" : "Mixtral") + " layer is MoE");
       b.put("moe.routed_experts", str(*experts), k.loc("num_local_experts"), "num_local_experts");
-      b.put("moe.shared_experts", "0", at_root, "Mixtral has no shared expert");
+      b.put("moe.shared_experts", "0", at_root,
+            std::string(gpt_oss ? "GPT-OSS" : "Mixtral") + " has no shared expert");
+      // GptOssConfig carries the top-k twice (experts_per_token, num_experts_per_tok).
+      if (gpt_oss && k.present("experts_per_token")) k.use("experts_per_token");
       b.put("moe.top_k", str(*top_k), k.loc("num_experts_per_tok"), "num_experts_per_tok");
       if (const Node* n = root.find("intermediate_size"); n != nullptr && n->is_scalar()) {
         b.put("moe.expert_intermediate", n->scalar, n->loc, "intermediate_size");
@@ -654,6 +673,11 @@ HfTree hf_model_tree(const Node& root, const std::string& display, const HfOptio
   }
 
   // Things the schema cannot say, worth a line.
+  if (gpt_oss) {
+    out.notes.push_back(
+        "attention sinks (one learnable softmax offset per head, num_attention_heads x "
+        "num_hidden_layers parameters) are not counted; attention costs as without them");
+  }
   if (neox) {
     if (auto v = k.peek_text("use_parallel_residual"); v && *v == "true") {
       out.notes.push_back(

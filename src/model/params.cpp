@@ -70,8 +70,10 @@ std::int64_t ffn_params(const ModelSpec& m, int intermediate) {
   return 2 * h * f + (m.bias ? f + h : 0);
 }
 
+// The gate's weights, and with linear biases one per expert (Megatron-Core's TopKRouter under
+// add_bias_linear, GPT-OSS's router).
 std::int64_t router_params(const ModelSpec& m) {
-  return m.moe ? static_cast<std::int64_t>(m.moe->routed_experts) * m.hidden : 0;
+  return m.moe ? static_cast<std::int64_t>(m.moe->routed_experts) * (m.hidden + (m.bias ? 1 : 0)) : 0;
 }
 
 std::int64_t shared_experts_params(const ModelSpec& m) {
@@ -110,7 +112,7 @@ std::int64_t matmul_params(const ModelSpec& m, bool moe_layer) {
     if (m.attention.q_lora_rank > 0) attn -= norm_params(m, m.attention.q_lora_rank);
   }
   if (!moe_layer) return attn + ffn_params(plain, m.ffn.intermediate);
-  return attn + router_params(m) + shared_experts_params(plain) +
+  return attn + router_params(plain) + shared_experts_params(plain) +
          m.moe->top_k * ffn_params(plain, m.moe->expert_intermediate);
 }
 

@@ -330,6 +330,46 @@ TEST_SUITE("interop.hf_import") {
     CHECK(count_model(v2.model).total_params == 15'706'484'224);
   }
 
+  TEST_CASE("GPT-OSS 120B: experts with biases, the clamped GLU, windows on every second layer") {
+    // openai/gpt-oss-120b: 36 layers, h 2880, 64 query heads and 8 KV heads of 64, 128 experts
+    // of 2880 (top-4) on every layer, biases on the attention projections, the experts and the
+    // router, untied vocab 201088, sliding window 128 on the even layers, swiglu_limit 7.
+    //   attention 2880 x 4096 + 4096 + 2 (2880 x 512 + 512) + 4096 x 2880 + 2880 = 26,550,080;
+    //   router 128 x 2880 + 128 = 368,768; experts 128 x (2880 x 5760 + 5760 + 2880^2 + 2880)
+    //   = 3,186,155,520; norms 5,760 -> 3,213,080,128 x 36 + 2 x 201088 x 2880 + 2880
+    //   = 116,829,154,368: the model card's 116.83B (OpenAI, gpt-oss-120b & gpt-oss-20b model
+    //   card, Table 1), less the 36 x 64 attention-sink offsets paraplan does not count.
+    //   Active: 4 experts instead of 128 -> 5,711,980,608, the card's 5.13B plus the 579M
+    //   input embedding it leaves out.
+    std::string types;
+    for (int i = 0; i < 36; ++i) types += std::string(i ? ", " : "") + (i % 2 == 0 ? "\"sliding_attention\"" : "\"full_attention\"");
+    const std::string cfg =
+        R"({"model_type": "gpt_oss", "hidden_size": 2880, "intermediate_size": 2880,
+      "num_hidden_layers": 36, "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64,
+      "vocab_size": 201088, "max_position_embeddings": 131072, "num_local_experts": 128,
+      "num_experts_per_tok": 4, "experts_per_token": 4, "attention_bias": true, "hidden_act": "silu",
+      "sliding_window": 128, "swiglu_limit": 7.0, "tie_word_embeddings": false, "layer_types": [)" +
+        types + "]}";
+    const HfImport g = parse_hf_config(cfg, "gpt-oss-120b/config.json");
+    CHECK(g.model.name == "gpt-oss-120b");
+    CHECK(g.model.bias);
+    CHECK(g.model.ffn.clamp == 7.0);
+    CHECK(g.model.attention.kind == AttentionKind::Gqa);
+    CHECK(g.model.attention.head_dim == 64);
+    CHECK(g.model.attention.window == 128);
+    CHECK(g.model.attention.window_layers == 18);
+    REQUIRE(g.model.moe.has_value());
+    CHECK(g.model.moe->dense_layers == 0);
+    CHECK(g.model.moe->routed_experts == 128);
+    CHECK(g.model.moe->top_k == 4);
+    CHECK(g.model.moe->expert_intermediate == 2880);
+    CHECK(count_model(g.model).total_params == 116'829'154'368);
+    CHECK(count_model(g.model).active_params == 5'711'980'608);
+    CHECK(g.unmapped.empty());
+    REQUIRE(g.notes.size() == 1);
+    CHECK(g.notes.front().find("attention sinks") == 0);
+  }
+
   TEST_CASE("sliding windows: Mistral's on every layer, Qwen3's from max_window_layers on, layer_types") {
     // Mistral 7B (mistralai/Mistral-7B-v0.1): sliding_window 4096 on all 32 layers; its
     // 7,241,732,096 parameters: 32 x (2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336 + 2 x
@@ -409,7 +449,7 @@ TEST_SUITE("interop.hf_import") {
          "({\"model_type\": ...})"},
         {"bad/unknown_type.json",
          ":2:17: error: unknown model_type `bert` (paraplan imports deepseek_v2, deepseek_v3, "
-         "gpt_neox, llama, mistral, mixtral, qwen3, qwen3_moe)"},
+         "gpt_neox, gpt_oss, llama, mistral, mixtral, qwen3, qwen3_moe)"},
     };
     for (const Case& c : cases) {
       CAPTURE(c.file);
