@@ -49,6 +49,7 @@ ComputeModel make_compute_model(const HardwareSpec& hw, Precision precision,
   for (int c = 0; c < kMemClassCount; ++c) cm.mem_fraction[static_cast<std::size_t>(c)] = d.memory_fraction(static_cast<MemClass>(c));
   cm.gemm_mem_fraction = d.memory_bound_efficiency;
   cm.overhead_s = d.kernel_overhead_s * d.launches_per_kernel;  // per launch, launches per graph kernel
+  cm.launch_s = d.kernel_overhead_s;
   cm.host_sync_s = d.host_sync_s;
   cm.units = d.compute_units;
   cm.dies = std::max(1, d.dies);
@@ -90,7 +91,7 @@ static OpTime op_time_uncalibrated(const ComputeModel& cm, const model::Op& op) 
   const double share = op.per_die ? 1.0 / cm.dies : 1.0;
   const double split = op.per_die ? 1.0 : static_cast<double>(cm.dies);  // duplicate mode
   const int units = cm.units / cm.dies;  // one die's units run the kernel
-  const double launch = op.kernels * cm.overhead_s;
+  const double launch = op.kernels * (op.exact_launches ? cm.launch_s : cm.overhead_s);
   OpTime t;
   double kernel_s = 0, memory_s = 0;
   switch (op.kind) {
@@ -211,10 +212,15 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
   out.experts_per_rank = tok.experts_per_rank;
   const cost::ComputeModel cm = cost::make_compute_model(plan.hardware, plan.strategy.training.precision,
                                                          plan.strategy.training.attention_kernel);
+  const double per_graph_kernel = plan.hardware.device.launches_per_kernel;
   for (const model::Layer& layer : model::build_layers(plan.model, plan.strategy, plan.hardware, load)) {
     LayerEstimate le;
     le.kind = model::name(layer.kind);
     le.count = layer.count;
+    // The framework's launches per pass, for the host's issue bound below: each graph kernel
+    // x device.launches_per_kernel, an op that spells out its launches one for one.
+    bool waits = false;
+    double launches_f = 0, launches_b = 0;
     for (const model::Op& op : layer.ops) {
       cost::OpTime t = cost::op_time(cm, op);
       OpEstimate oe;
@@ -235,6 +241,13 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
       if (op.kind == model::OpKind::GroupedGemm && cm.kernel != nullptr && cm.kernel->grouped_loop) {
         oe.kernels = op.groups;
       }
+      const double launches = oe.kernels * (op.exact_launches ? 1.0 : per_graph_kernel);
+      if (op.phase == model::Phase::Forward) {
+        waits = waits || op.kind == model::OpKind::HostSync;
+        launches_f += launches;
+      } else {
+        launches_b += launches;
+      }
       oe.achieved = t.achieved;
       oe.bound = t.bound;
       switch (op.phase) {
@@ -248,26 +261,15 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
     // A forward that waits at a host synchronisation (dropless MoE token counts) issues the
     // kernels after it from an empty queue, and the next layer's before its own wait: the
     // layer takes at least its launches times the host's issue time (device.host_issue; the
-    // launches are the graph's kernels x device.launches_per_kernel). Its backward starts
-    // from the queue the last forward wait drained and has no wait of its own in which the
-    // host could get ahead, so it too takes at least its launches (recomputed forward, input
-    // and weight gradients) times the issue time: the host is the bottleneck of a pass whose
-    // kernels are shorter than the host's time to issue them (the DeepSeek trace's 32 us per
-    // launch is its two host threads', forward and backward, over all 963 launches).
-    if (const double issue = plan.hardware.device.host_issue_s * plan.hardware.device.launches_per_kernel;
-        issue > 0) {
-      bool waits = false;
-      int kernels_f = 0, kernels_b = 0;
-      for (const OpEstimate& o : le.ops) {
-        if (o.phase == "forward") {
-          waits = waits || o.kind == "host_sync";
-          kernels_f += o.kernels;
-        } else {
-          kernels_b += o.kernels;
-        }
-      }
-      auto bound = [&](const char* phase, int kernels, double& pass_s) {
-        const double host = kernels * issue;
+    // launches are counted above). Its backward starts from the queue the last forward wait
+    // drained and has no wait of its own in which the host could get ahead, so it too takes
+    // at least its launches (recomputed forward, input and weight gradients) times the issue
+    // time: the host is the bottleneck of a pass whose kernels are shorter than the host's
+    // time to issue them (the DeepSeek trace's 32 us per launch is its two host threads',
+    // forward and backward, over all 963 launches).
+    if (const double issue = plan.hardware.device.host_issue_s; issue > 0) {
+      auto bound = [&](const char* phase, double launches, double& pass_s) {
+        const double host = launches * issue;
         if (!waits || host <= pass_s) return;
         OpEstimate h;
         h.name = "host_issue";
@@ -279,8 +281,8 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
         le.ops.push_back(h);
         pass_s = host;
       };
-      bound("forward", kernels_f, le.forward_s);
-      bound("input_grad", kernels_b, le.backward_s);
+      bound("forward", launches_f, le.forward_s);
+      bound("input_grad", launches_b, le.backward_s);
     }
     out.layers.push_back(std::move(le));
   }

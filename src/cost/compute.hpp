@@ -33,7 +33,8 @@ struct ComputeModel {
   double mem_bw = 0;      ///< device bytes/s through HBM (the raw bandwidth)
   std::array<double, kMemClassCount> mem_fraction{};  ///< per class
   double gemm_mem_fraction = 0;  ///< the roofline fraction for GEMM operands
-  double overhead_s = 0;  ///< per kernel
+  double overhead_s = 0;  ///< per graph kernel: launch overhead x launches per graph kernel
+  double launch_s = 0;    ///< per launch (an op with exact_launches)
   double host_sync_s = 0; ///< per host synchronisation
   int units = 0;          ///< compute units per device
   int dies = 1;

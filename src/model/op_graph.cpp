@@ -293,6 +293,7 @@ void add_ffn(const Ctx& c, std::vector<Op>& ops, const std::string& prefix, Modu
   if (clamped) {
     const double pairs = elems;
     clamp = memory(prefix + "glu_clamp", act_module, 16 * pairs, 30 * pairs, MemClass::Elementwise, 3, 7);
+    clamp.exact_launches = true;
   }
   for (Op* op : {&up, &clamp, &act, &down}) {
     if (op == &clamp && !clamped) continue;
@@ -386,6 +387,7 @@ void add_transformer_layer(const Ctx& c, std::vector<Op>& ops, bool moe, const s
       Op bias = memory("experts.fc2_bias", Module::Experts, 12 * copies * h, 16 * copies * h,
                        MemClass::Elementwise, 2 * E + 1, 5 * E + 2);
       bias.per_die = per_die;
+      bias.exact_launches = true;
       ops.push_back(bias);
     }
     ops.push_back(unpermute);

@@ -35,6 +35,9 @@ struct Op {
   MemClass mem_class = MemClass::Elementwise;  ///< Memory ops: the bandwidth class
   int kernels = 1;             ///< kernels launched (each pays the launch overhead); HostSync: syncs
   int bwd_kernels = 0;         ///< Memory ops: kernels of the backward pass (0 = as forward)
+  /// The kernels are the framework's launches one for one (an eager loop the graph spells
+  /// out), so device.launches_per_kernel (launches per graph kernel) does not multiply them.
+  bool exact_launches = false;
   bool causal = true;          ///< Attention: causal mask
   double window = 0;           ///< Attention: keys per query under a sliding window; 0 = none
   /// FP8: rows of the input quantized before this GEMM; 0 = its m x groups. The routed

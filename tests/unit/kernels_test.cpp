@@ -299,4 +299,32 @@ TEST_SUITE("cost.host_issue") {
       for (const OpEstimate& o : l.ops) CHECK(o.name != "host_issue");
     }
   }
+
+  TEST_CASE("an eager loop the graph spells out launches its kernels once each") {
+    // GPT-OSS-style experts (biases, a clamped GLU) on deepseek-v3-h800: the FC2 bias loop
+    // and the clamps are counted launch for launch (op_graph.cpp), the other ops at 2 launches
+    // per graph kernel. With 1 ms of host time per launch the MoE forward is then
+    // (2 x graph kernels + the eager ones) x 1 ms, and its kernel time pays 4.5 us per eager
+    // launch, not 2 x 4.5.
+    Plan p = load_plan("deepseek-v3-h800");
+    p.model.bias = true;
+    p.model.ffn.clamp = 7.0;
+    p.hardware.device.host_issue_s = 1e-3;
+    p.hardware.device.launches_per_kernel = 2;
+    bool seen = false;
+    for (const LayerEstimate& l : estimate_compute(p).layers) {
+      if (l.kind != "moe") continue;
+      seen = true;
+      int graph = 0, eager = 0;
+      for (const OpEstimate& o : l.ops) {
+        if (o.phase != "forward") continue;
+        const bool spelled = o.name.find("fc2_bias") != std::string::npos || o.name.find("glu_clamp") != std::string::npos;
+        (spelled ? eager : graph) += o.kernels;
+      }
+      const int experts = 256 / p.strategy.parallel.ep;
+      CHECK(eager == (2 * experts + 1) + 3);  // the bias loop and the clamps
+      CHECK(l.forward_s == doctest::Approx((2.0 * graph + eager) * 1e-3));
+    }
+    CHECK(seen);
+  }
 }
