@@ -466,6 +466,12 @@ struct Training {
   /// FP32 (Megatron-LM --accumulate-allreduce-grads-in-fp32 off, NeMo grad_reduce_in_fp32
   /// false). `training.grad_precision: bf16`.
   bool bf16_grads = false;
+  /// Per-layer CUDA graphs (Megatron-Core / Transformer Engine cuda_graph_impl): each
+  /// transformer layer's kernels up to a host synchronisation are captured and replayed as
+  /// one graph launch per pass (a dropless MoE layer: attention, router and dispatch
+  /// preprocessing, Megatron's cuda_graph_scope attn, moe_router, moe_preprocess); the host
+  /// no longer issues them one by one. `training.cuda_graphs: true`.
+  bool cuda_graphs = false;
   /// The model code expands GQA keys and values to the query heads before the attention
   /// kernel (torchtitan's and Hugging Face's `repeat_kv`): a copy per layer, K/V saved and
   /// exchanged at the query heads' width. `training.repeat_kv: true`.
@@ -575,6 +581,7 @@ struct SearchSpace {
   bool fp8_storage = false;        ///< training.fp8_storage
   Choice<bool> fp8_params;         ///< training.fp8_params (false when absent; auto: false and, with fp8, true)
   bool bf16_grads = false;         ///< training.grad_precision: bf16
+  bool cuda_graphs = false;        ///< training.cuda_graphs
   bool repeat_kv = false;          ///< training.repeat_kv
   Choice<CpComm> cp_comm;          ///< training.cp_comm (p2p when absent; explored where cp > 1)
   Choice<int> global_batch;

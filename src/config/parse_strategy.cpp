@@ -223,6 +223,7 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
       sp.eager_loss = *v;
     }
     if (auto v = t.boolean("fp8_storage")) sp.fp8_storage = *v;
+    if (auto v = t.boolean("cuda_graphs")) sp.cuda_graphs = *v;
     if (auto v = t.enumeration("grad_precision", EnumNames<bool>{{"fp32", false}, {"bf16", true}})) {
       sp.bf16_grads = *v;
     }
@@ -316,6 +317,7 @@ Strategy read_strategy(const Node& root, Diags& diags) {
   s.training.fp8_storage = sp.fp8_storage;
   s.training.fp8_params = first_or(sp.fp8_params, false);
   s.training.bf16_grads = sp.bf16_grads;
+  s.training.cuda_graphs = sp.cuda_graphs;
   s.training.repeat_kv = sp.repeat_kv;
   s.training.cp_comm = first_or(sp.cp_comm, CpComm::P2p);
   s.moe.dispatch = first_or(sp.dispatch, Dispatch::AllToAll);

@@ -221,6 +221,7 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
     // x device.launches_per_kernel, an op that spells out its launches one for one.
     bool waits = false;
     double launches_f = 0, launches_b = 0;
+    bool graphed_f = false, graphed_b = false;
     for (const model::Op& op : layer.ops) {
       cost::OpTime t = cost::op_time(cm, op);
       OpEstimate oe;
@@ -241,12 +242,15 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
       if (op.kind == model::OpKind::GroupedGemm && cm.kernel != nullptr && cm.kernel->grouped_loop) {
         oe.kernels = op.groups;
       }
-      const double launches = oe.kernels * (op.exact_launches ? 1.0 : per_graph_kernel);
+      // A graphed op is replayed by its graph's one launch (counted once per pass below).
+      const double launches = op.graphed ? 0.0 : oe.kernels * (op.exact_launches ? 1.0 : per_graph_kernel);
       if (op.phase == model::Phase::Forward) {
         waits = waits || op.kind == model::OpKind::HostSync;
         launches_f += launches;
+        graphed_f = graphed_f || op.graphed;
       } else {
         launches_b += launches;
+        graphed_b = graphed_b || op.graphed;
       }
       oe.achieved = t.achieved;
       oe.bound = t.bound;
@@ -281,8 +285,8 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
         le.ops.push_back(h);
         pass_s = host;
       };
-      bound("forward", launches_f, le.forward_s);
-      bound("input_grad", launches_b, le.backward_s);
+      bound("forward", launches_f + (graphed_f ? 1 : 0), le.forward_s);
+      bound("input_grad", launches_b + (graphed_b ? 1 : 0), le.backward_s);
     }
     out.layers.push_back(std::move(le));
   }

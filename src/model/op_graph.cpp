@@ -580,10 +580,22 @@ std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const Har
   auto casts = [&](std::vector<Op>& ops) {
     if (fp8) add_fp8_casts(ops);
   };
+  // Per-layer CUDA graphs capture a transformer layer's forward up to its first host
+  // synchronisation (a dropless MoE layer's token counts: Megatron-Core captures attention,
+  // router and dispatch preprocessing there, cuda_graph_scope attn moe_router
+  // moe_preprocess); the backward kernels of the captured ops are graphed with them.
+  auto graph = [&](std::vector<Op>& ops) {
+    if (!s.training.cuda_graphs) return;
+    for (Op& op : ops) {
+      if (op.kind == OpKind::HostSync) break;
+      op.graphed = true;
+    }
+  };
   if (dense_layers(m) > 0) {
     Layer l{LayerKind::Dense, dense_layers(m), {}};
     add_transformer_layer(c, l.ops, false, "");
     casts(l.ops);
+    graph(l.ops);
     add_backward(l.ops, rc, true);
     layers.push_back(std::move(l));
   }
@@ -591,6 +603,7 @@ std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const Har
     Layer l{LayerKind::Moe, moe_layers(m), {}};
     add_transformer_layer(c, l.ops, true, "");
     casts(l.ops);
+    graph(l.ops);
     add_backward(l.ops, rc, true);
     layers.push_back(std::move(l));
   }

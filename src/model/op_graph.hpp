@@ -38,6 +38,9 @@ struct Op {
   /// The kernels are the framework's launches one for one (an eager loop the graph spells
   /// out), so device.launches_per_kernel (launches per graph kernel) does not multiply them.
   bool exact_launches = false;
+  /// Captured in a CUDA graph (training.cuda_graphs): replayed by one launch of the graph,
+  /// not issued by the host kernel by kernel.
+  bool graphed = false;
   bool causal = true;          ///< Attention: causal mask
   double window = 0;           ///< Attention: keys per query under a sliding window; 0 = none
   /// FP8: rows of the input quantized before this GEMM; 0 = its m x groups. The routed

@@ -270,6 +270,14 @@ std::string megatron(const Plan& plan) {
     if (t.fp8_weights_only()) arg("--fp8-param-gather");
   }
   if (t.bf16_grads) arg("--grad-reduce-in-bf16");
+  // Per-layer graphs: a dense layer whole (no module list), a dropless MoE layer up to its
+  // host sync (NVIDIA/Megatron-LM@d98e8a64dd megatron/core/transformer/enums.py,
+  // CudaGraphModule).
+  if (t.cuda_graphs) {
+    arg("# CUDA graphs");
+    arg("--cuda-graph-impl transformer_engine");
+    if (plan.model.moe) arg("--cuda-graph-modules attn moe_router moe_preprocess");
+  }
 
   // ---- memory ----
   arg("# memory");
@@ -625,6 +633,7 @@ std::string torchtitan(const Plan& plan) {
                    " (torchtitan's model definition picks its attention)");
   }
   if (t.eager_elementwise) o.add("# training.elementwise eager: leave [compile] off");
+  if (t.cuda_graphs) lost.push_back("training.cuda_graphs (torchtitan has no per-layer CUDA graphs)");
   for (const std::string& l : lost) o.add("# not expressible: " + l);
   lost.clear();
   o.add("");

@@ -37,6 +37,7 @@ struct LayerKey {
   bool eager_loss = false;
   bool unfused_loss = false;
   bool repeat_kv = false;
+  bool cuda_graphs = false;
   CpComm cp_comm = CpComm::P2p;
 
   bool operator==(const LayerKey&) const = default;

@@ -772,6 +772,7 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
   base.moe.gate_at_swiglu = sp.gate_at_swiglu;
   base.training.fp8_storage = sp.fp8_storage;
   base.training.bf16_grads = sp.bf16_grads;
+  base.training.cuda_graphs = sp.cuda_graphs;
   base.training.repeat_kv = sp.repeat_kv;
   base.overlap = sp.overlap;
   base.collective_algorithm = sp.collective_algorithm;
@@ -991,7 +992,7 @@ std::string search_key(const SearchSpace& sp, const SearchOptions& o) {
     raw(k, v);
   }
   for (bool v : {sp.embedding_in_split, sp.loss_in_split, sp.unfused_attention, sp.eager_elementwise, sp.fp8_storage,
-                 sp.bf16_grads, sp.repeat_kv, sp.fp8_dispatch, sp.gate_at_swiglu, sp.overlap.ep, sp.overlap.dp, sp.overlap.tp,
+                 sp.bf16_grads, sp.cuda_graphs, sp.repeat_kv, sp.fp8_dispatch, sp.gate_at_swiglu, sp.overlap.ep, sp.overlap.dp, sp.overlap.tp,
                  sp.overlap.pp, o.keep_all}) {
     raw(k, v);
   }

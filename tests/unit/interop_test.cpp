@@ -601,6 +601,31 @@ TEST_SUITE("interop.export") {
     CHECK(has(m, "\n)\n"));
   }
 
+  TEST_CASE("training.cuda_graphs: read from the strategy, written as Megatron-LM's per-layer graphs") {
+    // A dropless MoE layer is captured up to its host sync: Megatron-Core's modules attn,
+    // moe_router, moe_preprocess (NVIDIA/Megatron-LM@d98e8a64dd enums.py, CudaGraphModule);
+    // a dense model's layers whole, no module list. torchtitan has no such setting.
+    Plan moe = load_plan("deepseek-v3-h800");
+    CHECK_FALSE(moe.strategy.training.cuda_graphs);
+    CHECK(lines_with(launch_settings(moe, LaunchTarget::Megatron), "--cuda-graph-impl").empty());
+    moe.strategy.training.cuda_graphs = true;
+    const std::string m = launch_settings(moe, LaunchTarget::Megatron);
+    CHECK(lines_with(m, "--cuda-graph-impl transformer_engine").size() == 1);
+    CHECK(lines_with(m, "--cuda-graph-modules attn moe_router moe_preprocess").size() == 1);
+    CHECK(lines_with(launch_settings(moe, LaunchTarget::Torchtitan), "# not expressible: training.cuda_graphs").size() == 1);
+    Plan dense;
+    dense.model = load_model("llama3-70b");
+    dense.hardware = load_hardware("h100-sxm-ib");
+    dense.strategy = parse_strategy(
+        "hardware: h100-sxm-ib\nmodel: llama3-70b\nnodes: 8\nparallel: {tp: 8, pp: 1, dp: 8}\n"
+        "training: {micro_batch: 1, global_batch: 64, cuda_graphs: true}\n",
+        "g.yaml", dense.hardware, dense.model);
+    CHECK(dense.strategy.training.cuda_graphs);
+    const std::string d = launch_settings(dense, LaunchTarget::Megatron);
+    CHECK(lines_with(d, "--cuda-graph-impl transformer_engine").size() == 1);
+    CHECK(lines_with(d, "--cuda-graph-modules").empty());
+  }
+
   TEST_CASE("Megatron-LM arguments of br166-ep16-mb2, each from the strategy file") {
     const std::string m = launch_settings(load_plan("br166-ep16-mb2"), LaunchTarget::Megatron);
     // parallel: {tp: 1, pp: 16, dp: 8, ep: 16, etp: 1, vpp: 1, cp: 1}; micro_batch 2, global 960;

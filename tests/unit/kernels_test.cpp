@@ -13,6 +13,7 @@
 #include "paraplan/config.hpp"
 #include "paraplan/errors.hpp"
 #include "paraplan/estimate.hpp"
+#include "paraplan/planner.hpp"
 
 using namespace paraplan;
 using cost::GemmPass;
@@ -326,5 +327,54 @@ TEST_SUITE("cost.host_issue") {
       CHECK(l.forward_s == doctest::Approx((2.0 * graph + eager) * 1e-3));
     }
     CHECK(seen);
+  }
+
+  TEST_CASE("CUDA graphs: a MoE layer's kernels up to its host sync are one launch, forward and backward") {
+    // deepseek-v3-h800 with 1 ms of host time per launch, one launch per graph kernel. With
+    // per-layer graphs the forward ops before the token-count sync (attention, router) and
+    // their backward kernels are replayed by one graph launch each way; the rest is issued
+    // kernel by kernel. So the MoE forward is (kernels after the sync + 1) x 1 ms and its
+    // backward (kernels of the ops after the sync + 1) x 1 ms.
+    Plan p = load_plan("deepseek-v3-h800");
+    p.hardware.device.host_issue_s = 1e-3;
+    p.hardware.device.launches_per_kernel = 1;
+    p.strategy.training.cuda_graphs = true;
+    const auto graph = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    bool seen = false;
+    for (const LayerEstimate& l : estimate_compute(p).layers) {
+      if (l.kind != "moe") continue;
+      seen = true;
+      const model::Layer* ops = nullptr;
+      for (const model::Layer& g : graph) {
+        if (model::name(g.kind) == l.kind) ops = &g;
+      }
+      REQUIRE(ops != nullptr);
+      int before = 0, after_f = 0, after_b = 0, graphed_b = 0;
+      bool synced = false;
+      for (const model::Op& op : ops->ops) {
+        if (op.phase == model::Phase::Forward) {
+          if (op.kind == model::OpKind::HostSync) {
+            synced = true;
+            CHECK_FALSE(op.graphed);
+            continue;
+          }
+          CHECK(op.graphed == !synced);
+          (synced ? after_f : before) += op.kernels;
+        } else {
+          (op.graphed ? graphed_b : after_b) += op.kernels;
+        }
+      }
+      REQUIRE(synced);
+      CHECK(before > 0);
+      CHECK(graphed_b > 0);
+      CHECK(l.forward_s == doctest::Approx((after_f + 1) * 1e-3));
+      CHECK(l.backward_s == doctest::Approx((after_b + 1) * 1e-3));
+    }
+    CHECK(seen);
+    // The planner's per-layer cost cache tells the two settings apart.
+    Planner planner(p.hardware, p.model);
+    Strategy graphs = p.strategy, none = p.strategy;
+    none.training.cuda_graphs = false;
+    CHECK(planner.evaluate(graphs).step_time_s < planner.evaluate(none).step_time_s);
   }
 }
