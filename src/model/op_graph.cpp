@@ -289,7 +289,7 @@ void add_ffn(const Ctx& c, std::vector<Op>& ops, const std::string& prefix, Modu
   // (2 + 1, 1 + 2 + 2 B), the linear half's two masks, their `and` and where (3 + 3 + 3 +
   // 5 B), the concatenation (2 x (2 + 2) B): 30 B per pair, seven kernels.
   Op clamp;
-  const bool clamped = swiglu && groups > 1 && c.m.ffn.clamp > 0;
+  const bool clamped = swiglu && module == Module::Experts && c.m.ffn.clamp > 0;
   if (clamped) {
     const double pairs = elems;
     clamp = memory(prefix + "glu_clamp", act_module, 16 * pairs, 30 * pairs, MemClass::Elementwise, 3, 7);

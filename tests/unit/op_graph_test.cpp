@@ -268,6 +268,17 @@ TEST_SUITE("model.op_graph") {
     const Op& bias_b = op(l, "experts.fc2_bias.bwd", Phase::InputGrad);
     CHECK(bias_b.bytes == doctest::Approx(16 * h * copies));
     CHECK(bias_b.kernels == 5 * 4 + 2);
+    // one expert per rank is still Megatron-Core's grouped MLP: the same eager ops
+    {
+      Plan one = moe_plan("qwen3-235b-a22b", "h100-sxm-ib", 1, 128, 128);
+      one.model.bias = true;
+      one.model.ffn.clamp = 7.0;
+      auto l1 = model::build_layers(one.model, one.strategy, one.hardware, 1.0);
+      const Layer& m1 = layer(l1, LayerKind::Moe);
+      REQUIRE(op(m1, "experts.gate_up_proj").groups == 1);
+      CHECK(op(m1, "experts.glu_clamp").kernels == 3);
+      CHECK(op(m1, "experts.fc2_bias").kernels == 2 * 1 + 1);
+    }
     // the clamp runs inside the activation's checkpoint: recomputed with moe_act, the bias not
     p.strategy.training.recompute.mode = RecomputeMode::Modules;
     p.strategy.training.recompute.modules[static_cast<int>(RecomputeModule::MoeAct)] = true;
