@@ -543,10 +543,10 @@ HfTree hf_model_tree(const Node& root, const std::string& display, const HfOptio
     const auto experts = k.count("num_local_experts", Need::Required);
     const auto top_k = k.count("num_experts_per_tok", Need::Required);
     if (experts && top_k) {
-      b.put("moe.dense_layers", "0", at_root, "every " + std::string(gpt_oss ? "GPT-OSS" : "Mixtral") + " layer is MoE");
+      const std::string family = gpt_oss ? "GPT-OSS" : "Mixtral";
+      b.put("moe.dense_layers", "0", at_root, "every " + family + " layer is MoE");
       b.put("moe.routed_experts", str(*experts), k.loc("num_local_experts"), "num_local_experts");
-      b.put("moe.shared_experts", "0", at_root,
-            std::string(gpt_oss ? "GPT-OSS" : "Mixtral") + " has no shared expert");
+      b.put("moe.shared_experts", "0", at_root, family + " has no shared expert");
       // GptOssConfig carries the top-k twice (experts_per_token, num_experts_per_tok).
       if (gpt_oss && k.present("experts_per_token")) k.use("experts_per_token");
       b.put("moe.top_k", str(*top_k), k.loc("num_experts_per_tok"), "num_experts_per_tok");

@@ -279,6 +279,11 @@ void add_ffn(const Ctx& c, std::vector<Op>& ops, const std::string& prefix, Modu
                   (swiglu ? (eager ? 5 : 3) : 2) * elems * kAct, (swiglu ? (eager ? 10 : 5) : 3) * elems * kAct,
                   MemClass::Elementwise, swiglu && eager ? 2 : 1, swiglu && eager ? 4 : 0);
   Op down = gemm(prefix + "down_proj", module, tokens, h, f, groups);
+  auto add = [&](Op op) {
+    op.per_die = per_die;
+    ops.push_back(std::move(op));
+  };
+  add(std::move(up));
   // A clamped GLU (GPT-OSS) in grouped experts: Megatron-Core clamps the gate and the linear
   // half in eager PyTorch and concatenates them again before its fused activation
   // (NVIDIA/Megatron-LM@9ed8b0c4ac megatron/core/fusions/fused_bias_geglu.py,
@@ -287,19 +292,14 @@ void add_ffn(const Ctx& c, std::vector<Op>& ops, const std::string& prefix, Modu
   // (PyTorch's clamp_backward: a where over masks of the input; the chunk's gradient is a
   // concatenation), per pair of gate and linear elements: the gate's mask and where
   // (2 + 1, 1 + 2 + 2 B), the linear half's two masks, their `and` and where (3 + 3 + 3 +
-  // 5 B), the concatenation (2 x (2 + 2) B): 30 B per pair, seven kernels.
-  Op clamp;
-  const bool clamped = swiglu && module == Module::Experts && c.m.ffn.clamp > 0;
-  if (clamped) {
-    const double pairs = elems;
-    clamp = memory(prefix + "glu_clamp", act_module, 16 * pairs, 30 * pairs, MemClass::Elementwise, 3, 7);
+  // 5 B), the concatenation (2 x (2 + 2) B): 30 B per pair, seven kernels (a pair per elems).
+  if (swiglu && module == Module::Experts && c.m.ffn.clamp > 0) {
+    Op clamp = memory(prefix + "glu_clamp", act_module, 16 * elems, 30 * elems, MemClass::Elementwise, 3, 7);
     clamp.exact_launches = true;
+    add(std::move(clamp));
   }
-  for (Op* op : {&up, &clamp, &act, &down}) {
-    if (op == &clamp && !clamped) continue;
-    op->per_die = per_die;
-    ops.push_back(*op);
-  }
+  add(std::move(act));
+  add(std::move(down));
 }
 
 // Residual add after attention or the MLP: reads both inputs, writes the sum; backward

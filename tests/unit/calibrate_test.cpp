@@ -581,9 +581,6 @@ TEST_SUITE("calibrate.mamf") {
 
 namespace {
 
-// The eight Llama 3.1 8B rows of the torchtitan page h100-grand-teton is fitted to (their
-// case files with `suffix`: "" for the throughput, "-memory" for the peak memory), each
-// declared fitted.
 // The named validation cases (validation/NAME + suffix + .yaml) a recorded fit was made on;
 // each must declare itself fitted.
 std::vector<ValidationCase> fitted_runs(std::initializer_list<const char*> names, const std::string& suffix) {
@@ -597,6 +594,8 @@ std::vector<ValidationCase> fitted_runs(std::initializer_list<const char*> names
   return runs;
 }
 
+// The eight Llama 3.1 8B rows of the torchtitan page h100-grand-teton is fitted to (`suffix`:
+// "" for the throughput, "-memory" for the peak memory).
 std::vector<ValidationCase> grand_teton_runs(const std::string& suffix) {
   return fitted_runs({"torchtitan-llama31-8b-8gpu-fsdp", "torchtitan-llama31-8b-8gpu-fsdp-compile",
                       "torchtitan-llama31-8b-8gpu-fsdp-compile-float8", "torchtitan-llama31-8b-128gpu-fsdp",
