@@ -5,6 +5,7 @@ and Llama use, in the three passes of training, and prints CSV
 
     python3 bench/gpu/gemm.py [--dtype bf16|fp8] [--iters 50] > sweep.csv
     python3 bench/gpu/gemm.py --grouped 8 > grouped.csv     # 8 experts' GEMMs, one loop
+    python3 bench/gpu/gemm.py --burst 0.3 > burst.csv       # each row after 0.3 s idle
     paraplan calibrate gemm sweep.csv --model -H h100-sxm-ib --into hardware/my-h100.yaml
 
 Needs PyTorch with CUDA. Forward C[m, n] = A[m, k] W[k, n] (m tokens, (n, k) the weight);
@@ -15,6 +16,7 @@ default GroupedLinear path runs, one cuBLAS GEMM per expert); the row's `groups`
 """
 import argparse
 import sys
+import time
 
 # (n, k) of the projections: DeepSeek-V3 (h 7168: MLA, dense MLP, experts, head) and
 # Llama 3 70B (h 8192: QKV with GQA, output, MLP), at TP 1 and 8.
@@ -33,13 +35,16 @@ def main():
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--grouped", type=int, default=1, help="GEMMs per row (experts), run back to back")
     ap.add_argument("--passes", default="forward,dgrad,wgrad", help="comma-separated: forward, dgrad, wgrad")
+    ap.add_argument("--burst", type=float, default=0.0,
+                    help="seconds idle before each row, whose timing then lasts ~10 ms: the rate before the "
+                         "power limit pulls the clock down (0: rows back to back, the power-capped rate)")
     args = ap.parse_args()
     import torch
 
     from timing import mean_us, provenance
 
     dev = torch.device("cuda")
-    print(provenance(torch, f"dtype {args.dtype}"))
+    print(provenance(torch, f"dtype {args.dtype}" + (f", burst: {args.burst} s idle before each row" if args.burst else "")))
     print("m,n,k,groups,pass,time_us,tflops")
     passes = ["forward"] if args.dtype == "fp8" else args.passes.split(",")
     for n, k in WEIGHTS:
@@ -61,7 +66,13 @@ def main():
                 else:
                     one_gemm, shape = (lambda: x.t() @ dy), (k, n, m)
                 run = (lambda: [one_gemm() for _ in range(args.grouped)]) if args.grouped > 1 else one_gemm
-                us = mean_us(torch, run, args.iters)
+                if args.burst > 0:
+                    probe = mean_us(torch, run, 1, warmup=1)
+                    torch.cuda.synchronize()
+                    time.sleep(args.burst)
+                    us = mean_us(torch, run, max(2, min(args.iters, int(10000 / probe))), warmup=1)
+                else:
+                    us = mean_us(torch, run, args.iters)
                 flops = 2 * shape[0] * shape[1] * shape[2] * args.grouped
                 print(f"{shape[0]},{shape[1]},{shape[2]},{args.grouped},{p},{us:.3f},{flops / us / 1e6:.1f}")
                 sys.stdout.flush()
