@@ -86,15 +86,19 @@ struct GemmModelCalibration {
   double median_error = 0, worst_error = 0, bias = 0;
   double fixed_s = 0;             ///< fitted fixed time per kernel (device.kernel_overhead covers it)
   bool fitted_dgrad = false, fitted_wgrad = false;  ///< the rows had input- / weight-gradient GEMMs
+  bool fraction_only = false;     ///< tiles, k overhead and pass factors kept from `start`
 };
 
 /// Fits `start`'s tiles (their m x n; the first keeps efficiency 1) on `units` compute
 /// units, with a fixed time per kernel. `roofline_bytes_per_s` > 0 bounds each row by its
 /// HBM traffic (inputs of `input_bytes` per element, BF16 output) at that rate against
 /// `peak`; `rate` = the dtype's peak over the BF16 peak (k_overhead is in BF16 elements).
+/// `fraction_only`: `start`'s tiles, their speeds, k overhead and dgrad / wgrad factors are
+/// kept (one kernel model for every precision, fitted on another sweep) and only this
+/// dtype's peak fraction and the fixed time are fitted.
 [[nodiscard]] PARAPLAN_EXPORT GemmModelCalibration calibrate_gemm_model(
     const std::vector<GemmRow>& rows, const GemmKernelSpec& start, int units, Dtype dtype, double peak,
-    double roofline_bytes_per_s, double input_bytes, double rate);
+    double roofline_bytes_per_s, double input_bytes, double rate, bool fraction_only = false);
 
 /// A device's GEMM peak fraction from its Maximum Achievable Matmul FLOPS (mamf-finder.py,
 /// stas00/ml-engineering): MAMF is the best any shape of the finder's grid reached, so the
@@ -117,6 +121,25 @@ struct MamfCalibration {
                                                              double mamf_fraction, int lo, int hi, int step,
                                                              double peak = 0, double roofline_bytes_per_s = 0,
                                                              double input_bytes = 2);
+
+/// The sustained GEMM rate against the short-burst one (calibration.sustained): the same
+/// GEMM sweep timed twice, each row after the GPU idled (`burst`: the clock at its maximum)
+/// and rows back to back (`capped`: the board at its power limit, the clock lower), as
+/// bench/gpu/gemm.py --burst and without. The factor is the capped sweep's total time over
+/// the burst sweep's on the rows both hold (a training step's GEMM time is such a sum); the
+/// per-row ratios' median and range are reported beside it.
+struct SustainedCalibration {
+  double factor = 0;                 ///< sum of capped times / sum of burst times
+  double median = 0, low = 0, high = 0;  ///< per-row capped / burst ratios
+  int rows = 0;                      ///< rows in both sweeps
+  int unmatched = 0;                 ///< rows in only one of them
+};
+
+/// Matches rows on (m, n, k, groups, pass); throws ConfigError when none match.
+[[nodiscard]] PARAPLAN_EXPORT SustainedCalibration calibrate_sustained(const std::vector<GemmRow>& burst,
+                                                                       const std::vector<GemmRow>& capped,
+                                                                       const std::string& burst_path,
+                                                                       const std::string& capped_path);
 
 /// DeepEP test output: the best dispatch / combine bandwidths it reports.
 struct DeepEpCalibration {
@@ -387,6 +410,10 @@ struct HardwareOverlay {
   bool memory = false;
   MemoryCalibration memory_fit;
   std::string memory_source;
+  /// calibration.sustained, measured, with the command that measured it
+  bool sustained = false;
+  SustainedCalibration sustained_fit;
+  std::string sustained_command;
   /// device.host_issue / host_sync, with their source
   bool launch = false;
   LaunchCalibration launch_fit;

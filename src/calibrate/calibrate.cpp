@@ -454,6 +454,7 @@ std::string hardware_overlay_yaml(const HardwareOverlay& o) {
   for (const auto& [c, src] : o.collectives) y << "  - \"" << src << " (" << o.date << ")\"\n";
   if (!o.gemm_table.empty() || o.gemm_model) y << "  - \"" << o.gemm_source << " (" << o.date << ")\"\n";
   if (!o.deepep_source.empty()) y << "  - \"" << o.deepep_source << " (" << o.date << ")\"\n";
+  if (o.sustained) y << "  - \"" << o.sustained_command << " (" << o.date << ")\"\n";
   for (const std::string* src : {&o.attention_source, &o.memory_source, &o.launch_source}) {
     if (!src->empty()) y << "  - \"" << *src << " (" << o.date << ")\"\n";
   }
@@ -512,6 +513,10 @@ std::string hardware_overlay_yaml(const HardwareOverlay& o) {
       << "%,\n    # with a fixed " << units::format_time(f.fixed_s) << " per kernel (device.kernel_overhead covers it)\n";
     y << "    peak_fraction: {" << dtypes[static_cast<int>(f.dtype)] << ": "
       << util::fmt("%.4g", g.peak_fraction[static_cast<int>(f.dtype)]) << "}\n";
+  }
+  if (o.gemm_model && !o.kernel_fit.fraction_only) {
+    const GemmModelCalibration& f = o.kernel_fit;
+    const GemmKernelSpec& g = f.kernel;
     y << "    tiles: [";
     for (std::size_t i = 0; i < g.tiles.size(); ++i) {
       y << (i ? ", " : "") << "[" << g.tiles[i].m << ", " << g.tiles[i].n << ", " << util::fmt("%.4g", g.tiles[i].efficiency) << "]";
@@ -521,6 +526,15 @@ std::string hardware_overlay_yaml(const HardwareOverlay& o) {
     if (f.fitted_dgrad) y << "    dgrad: " << util::fmt("%.4g", g.dgrad) << "\n";
     if (f.fitted_wgrad) y << "    wgrad: " << util::fmt("%.4g", g.wgrad) << "\n";
     y << "    grouped: " << (g.grouped_loop ? "loop" : "persistent") << "\n";
+  }
+  if (o.sustained) {
+    const SustainedCalibration& f = o.sustained_fit;
+    y << "calibration:\n";
+    y << "  # measured by `" << o.sustained_command << "`:\n";
+    y << "  # " << f.rows << " GEMMs timed back to back (at the power limit) and after idle; total time "
+      << util::fmt("%.4g", f.factor) << " x,\n  # per row median " << util::fmt("%.4g", f.median) << " x (" << util::fmt("%.3g", f.low)
+      << " .. " << util::fmt("%.3g", f.high) << ")\n";
+    y << "  sustained: " << util::fmt("%.4g", f.factor) << "\n";
   }
   if (!o.gemm_table.empty()) {
     y << "device:\n  gemm_efficiency:\n    " << o.gemm_table << ":\n";

@@ -26,6 +26,7 @@ struct Fit {
   const std::vector<GemmRow>& rows;
   int units;
   double peak, roofline, input_bytes, rate;
+  bool keep_passes;  // dgrad / wgrad from the kernel given, not fitted
 };
 
 // For fixed tiles, k overhead and per-kernel time: the fraction and pass factors in closed
@@ -59,8 +60,10 @@ Trial evaluate(const GemmKernelSpec& g, double fixed_s, const Fit& f) {
   if (base == 3) return t;  // every row memory-bound: nothing to fit
   const double log_fraction = sum[base] / count[base];
   t.fraction = std::min(1.0, std::exp(log_fraction));
-  t.kernel.dgrad = count[1] > 0 && base == 0 ? std::min(1.0, std::exp(sum[1] / count[1] - log_fraction)) : 1.0;
-  t.kernel.wgrad = count[2] > 0 && base == 0 ? std::min(1.0, std::exp(sum[2] / count[2] - log_fraction)) : 1.0;
+  if (!f.keep_passes) {
+    t.kernel.dgrad = count[1] > 0 && base == 0 ? std::min(1.0, std::exp(sum[1] / count[1] - log_fraction)) : 1.0;
+    t.kernel.wgrad = count[2] > 0 && base == 0 ? std::min(1.0, std::exp(sum[2] / count[2] - log_fraction)) : 1.0;
+  }
   // The log-mean fraction, refined by a scan of +-12% for the smallest mean |error| (the
   // log mean is the least-squares optimum, not the least-absolute one).
   const double closed = t.fraction;
@@ -96,16 +99,21 @@ Trial evaluate(const GemmKernelSpec& g, double fixed_s, const Fit& f) {
 
 GemmModelCalibration calibrate_gemm_model(const std::vector<GemmRow>& rows, const GemmKernelSpec& start,
                                           int units, Dtype dtype, double peak, double roofline_bytes_per_s,
-                                          double input_bytes, double rate) {
+                                          double input_bytes, double rate, bool fraction_only) {
   if (rows.empty()) throw Error("calibrate gemm --model: no rows to fit");
   if (units <= 0) throw Error("calibrate gemm --model: the GPU's compute units are unknown (--units N)");
   GemmKernelSpec g = start;
+  if (fraction_only && g.tiles.empty()) {
+    throw Error("calibrate gemm --fraction-only: the hardware has no device.gemm_kernel tiles to keep");
+  }
   if (g.tiles.empty()) g.tiles = {GemmTile{128, 256, 1.0}, GemmTile{256, 128, 1.0}, GemmTile{128, 128, 1.0}};
   // Only the tile shapes come from the start: every relative speed is refitted from 1, so
   // the result does not depend on what the hardware file held before.
-  for (GemmTile& t : g.tiles) t.efficiency = 1.0;
+  if (!fraction_only) {
+    for (GemmTile& t : g.tiles) t.efficiency = 1.0;
+  }
   if (g.max_split_k < 2) g.max_split_k = 8;
-  const Fit fit{rows, units, peak, roofline_bytes_per_s, input_bytes, rate};
+  const Fit fit{rows, units, peak, roofline_bytes_per_s, input_bytes, rate, fraction_only};
   // Grid: k overhead (in elements of k at the BF16 rate) in steps of 8 up to 1024, a fixed
   // time per kernel of 0..6 us, and each other tile's relative speed in steps of 0.025 from
   // 0.7 to 1, one tile at a time (coordinate passes), twice.
@@ -114,7 +122,8 @@ GemmModelCalibration calibrate_gemm_model(const std::vector<GemmRow>& rows, cons
     Trial t = evaluate(cand, fixed_s, fit);
     if (t.mean < best.mean - 1e-12) best = std::move(t);
   };
-  for (int round = 0; round < 2; ++round) {
+  for (int us = 0; fraction_only && us <= 6; ++us) consider(g, us * 1e-6);
+  for (int round = 0; !fraction_only && round < 2; ++round) {
     const GemmKernelSpec base = best.mean < 1e300 ? best.kernel : g;
     for (int us = 0; us <= 6; ++us) {
       for (int k0 = 0; k0 <= 1024; k0 += 8) {
@@ -148,10 +157,48 @@ GemmModelCalibration calibrate_gemm_model(const std::vector<GemmRow>& rows, cons
   c.worst_error = a.back();
   c.bias = std::accumulate(best.errors.begin(), best.errors.end(), 0.0) / static_cast<double>(best.errors.size());
   c.fixed_s = best.fixed_s;
+  c.fraction_only = fraction_only;
   for (const GemmRow& r : rows) {
-    c.fitted_dgrad = c.fitted_dgrad || r.pass == "dgrad";
-    c.fitted_wgrad = c.fitted_wgrad || r.pass == "wgrad";
+    c.fitted_dgrad = c.fitted_dgrad || (r.pass == "dgrad" && !fraction_only);
+    c.fitted_wgrad = c.fitted_wgrad || (r.pass == "wgrad" && !fraction_only);
   }
+  return c;
+}
+
+SustainedCalibration calibrate_sustained(const std::vector<GemmRow>& burst, const std::vector<GemmRow>& capped,
+                                         const std::string& burst_path, const std::string& capped_path) {
+  auto same = [](const GemmRow& a, const GemmRow& b) {
+    return a.m == b.m && a.n == b.n && a.k == b.k && a.groups == b.groups && a.pass == b.pass;
+  };
+  // Time at a common peak: 2 m n k groups / efficiency (the peak cancels in the ratio).
+  auto time = [](const GemmRow& r) { return 2 * r.m * r.n * r.k * r.groups / r.efficiency; };
+  SustainedCalibration c;
+  double sum_burst = 0, sum_capped = 0;
+  std::vector<double> ratios;
+  std::vector<bool> used(capped.size(), false);
+  for (const GemmRow& b : burst) {
+    bool found = false;
+    for (std::size_t i = 0; i < capped.size() && !found; ++i) {
+      if (used[i] || !same(b, capped[i])) continue;
+      used[i] = found = true;
+      sum_burst += time(b);
+      sum_capped += time(capped[i]);
+      ratios.push_back(time(capped[i]) / time(b));
+    }
+    if (!found) ++c.unmatched;
+  }
+  for (bool u : used) c.unmatched += u ? 0 : 1;
+  if (ratios.empty()) {
+    throw ConfigError({Diagnostic{capped_path, 0, 0,
+                                  "no row (m, n, k, groups, pass) is also in " + burst_path +
+                                      ": time the same sweep twice (bench/gpu/gemm.py --burst S, then without)"}});
+  }
+  std::sort(ratios.begin(), ratios.end());
+  c.rows = static_cast<int>(ratios.size());
+  c.factor = sum_capped / sum_burst;
+  c.median = ratios[ratios.size() / 2];
+  c.low = ratios.front();
+  c.high = ratios.back();
   return c;
 }
 

@@ -626,6 +626,7 @@ struct CalibrateArgs {
   std::string op, tier = "node", hardware, into, dtype = "bf16", name;
   bool grouped = false;
   bool model = false;  ///< calibrate gemm: fit device.gemm_kernel instead of a table
+  bool fraction_only = false;  ///< calibrate gemm --model: fit only the peak fraction
   int units = 0;       ///< calibrate gemm --model: compute units of the GPU the sweep ran on
   std::string strategy, map, layer = "moe";  ///< calibrate profile
   std::vector<double> passes;                ///< calibrate profile --passes F,B
@@ -759,12 +760,13 @@ int cmd_calibrate_gemm(const CalibrateArgs& a) {
     const double bf16 = hw.device.peak(paraplan::Dtype::Bf16);
     o.kernel_fit = paraplan::calibrate_gemm_model(rows, hw.device.gemm_kernel, units, dtype, peak, roofline,
                                                   dtype == paraplan::Dtype::Fp8 ? 1.0 : 2.0,
-                                                  bf16 > 0 ? peak / bf16 : 1.0);
+                                                  bf16 > 0 ? peak / bf16 : 1.0, a.fraction_only);
     o.gemm_model = true;
     o.write_units = hw.device.compute_units <= 0;
     o.gemm_source = a.files.front();
     o.gemm_command = "paraplan calibrate gemm " + a.files.front() + " --model -H " + a.hardware + " --dtype " +
-                     a.dtype + (a.units > 0 ? " --units " + std::to_string(a.units) : std::string());
+                     a.dtype + (a.units > 0 ? " --units " + std::to_string(a.units) : std::string()) +
+                     (a.fraction_only ? " --fraction-only" : "");
     const paraplan::GemmModelCalibration& f = o.kernel_fit;
     std::cout << a.files.front() << ": " << f.rows << " GEMMs on " << units << " compute units, kernel model fitted:\n"
               << "  peak fraction " << f.kernel.peak_fraction[static_cast<int>(dtype)] << ", k overhead "
@@ -865,6 +867,31 @@ int cmd_calibrate_launch(const CalibrateArgs& a) {
             << " (" << a.hardware << ": " << paraplan::units::format_time(hw.device.host_issue_s) << "), host sync "
             << (o.launch_fit.host_sync_s > 0 ? paraplan::units::format_time(o.launch_fit.host_sync_s) : "not measured")
             << " (" << paraplan::units::format_time(hw.device.host_sync_s) << ")\n";
+  return write_overlay(a, o);
+}
+
+int cmd_calibrate_sustained(const CalibrateArgs& a) {
+  const paraplan::HardwareSpec hw = paraplan::load_hardware(a.hardware);
+  const double peak = hw.device.peak(a.dtype == "fp8" ? paraplan::Dtype::Fp8 : paraplan::Dtype::Bf16);
+  if (peak <= 0) {
+    std::cerr << "paraplan calibrate: " << a.hardware << " has no " << a.dtype << " peak\n";
+    return kExitBadInput;
+  }
+  paraplan::HardwareOverlay o = overlay_for(a, hw);
+  const std::string& burst = a.files.at(0);
+  const std::string& capped = a.files.at(1);
+  o.sustained = true;
+  o.sustained_fit = paraplan::calibrate_sustained(paraplan::read_gemm_rows(burst, peak),
+                                                  paraplan::read_gemm_rows(capped, peak), burst, capped);
+  o.sustained_command = "paraplan calibrate sustained " + burst + " " + capped + " -H " + a.hardware +
+                        (a.dtype == "fp8" ? " --dtype fp8" : "");
+  const paraplan::SustainedCalibration& f = o.sustained_fit;
+  std::cout << capped << " against " << burst << ": " << f.rows << " GEMMs in both";
+  if (f.unmatched > 0) std::cout << " (" << f.unmatched << " in one only, left out)";
+  std::cout << "\n  back to back they take " << num("%.4g", f.factor) << " x the time after idle (per row: median "
+            << num("%.4g", f.median) << " x, " << num("%.3g", f.low) << " .. " << num("%.3g", f.high) << ")\n"
+            << "  calibration.sustained: " << num("%.4g", f.factor) << " (" << a.hardware << ": "
+            << num("%.4g", hw.calibration.sustained) << ")\n";
   return write_overlay(a, o);
 }
 
@@ -1146,6 +1173,10 @@ int run(int argc, char** argv) {
                      "dgrad / wgrad factors) instead of writing the rows as a table");
   cal_gemm->add_option("--units", cal.units, "--model: compute units (SMs) of the GPU the sweep ran on")
       ->check(CLI::Range(1, 1 << 20));
+  cal_gemm->add_flag("--fraction-only", cal.fraction_only,
+                     "--model: keep the hardware's tiles, k overhead and dgrad / wgrad (fitted on another\n"
+                     "sweep) and fit only this dtype's peak fraction")
+      ->needs("--model");
   auto* cal_mamf = calibrate->add_subcommand(
       "mamf", "A Maximum Achievable Matmul FLOPS figure (mamf-finder.py) -> gemm_kernel.peak_fraction");
   cal_mamf->add_option("tflops", cal.mamf_tflops, "The MAMF figure in TFLOP/s (the best shape's mean)")
@@ -1161,7 +1192,9 @@ int run(int argc, char** argv) {
       "MAMF is the best any shape of the finder's grid reached, so the kernel model must reach it\n"
       "at its own best shape of that grid (tiles, waves, k overhead, HBM roofline) and exceed it\n"
       "nowhere. Example (gemm_mamf_bf16_fp8, H100 SXM FP8 through cuBLAS):\n"
-      "  paraplan calibrate mamf 1402.6 --dtype fp8 -H h100-sxm-ib\n");
+      "  paraplan calibrate mamf 1402.6 --dtype fp8 -H h100-sxm-ib\n"
+      "  paraplan calibrate sustained hardware/calibration/h100-sxm-gemm-bf16-burst.csv \\\n"
+      "      hardware/calibration/h100-sxm-gemm-bf16-capped.csv -H h100-sxm-ib\n");
   // --into and --name: where a calibrate command writes its hardware file.
   auto output_options = [&](CLI::App* sub, const std::string& into_help) {
     sub->add_option("--into", cal.into, into_help)->check(output_path("my-hardware.yaml"));
@@ -1203,6 +1236,15 @@ int run(int argc, char** argv) {
   auto* cal_launch = calibrate->add_subcommand(
       "launch", "Host costs (bench/gpu/launch.py) -> device.host_issue, host_sync");
   cal_launch->add_option("file", cal.files, "CSV: quantity,time_us")->required()->expected(1);
+  auto* cal_sustained = calibrate->add_subcommand(
+      "sustained", "One GEMM sweep timed after idle and back to back -> calibration.sustained (the power limit's cost)");
+  cal_sustained->add_option("files", cal.files,
+                            "BURST.csv (bench/gpu/gemm.py --burst 0.3) and CAPPED.csv (bench/gpu/gemm.py), same shapes")
+      ->required()
+      ->expected(2);
+  cal_sustained->add_option("--dtype", cal.dtype, "bf16 | fp8: the sweeps' precision (for their rates' peak)")
+      ->check(CLI::IsMember({"bf16", "fp8"}))
+      ->capture_default_str();
   auto* cal_profile = calibrate->add_subcommand(
       "profile", "A measured per-op profile (CSV or Chrome/PyTorch trace) -> time multipliers per op class");
   cal_profile->add_option("file", cal.files, "op,phase,time_ms CSV (one layer) or trace JSON (GPU kernels)")
@@ -1224,7 +1266,7 @@ int run(int argc, char** argv) {
                         "Trace: take device.launches_per_kernel (its kernels over the graph's for its passes) and\n"
                         "device.host_issue (its host threads' busy time per kernel) from it, fit with them, write them");
   output_options(cal_profile, "Write a hardware file that extends it with the fitted multipliers");
-  for (CLI::App* sub : {cal_coll, cal_gemm, cal_deepep, cal_attention, cal_memory, cal_launch}) {
+  for (CLI::App* sub : {cal_coll, cal_gemm, cal_deepep, cal_attention, cal_memory, cal_launch, cal_sustained}) {
     sub->add_option("-H,--hardware", cal.hardware, "Hardware the measurements belong to (name or file)")->required();
     output_options(sub, "Write a hardware file that extends it with the calibrated fields");
   }
@@ -1237,6 +1279,8 @@ int run(int argc, char** argv) {
       "  paraplan calibrate gemm sweep.csv --dtype bf16 -H h100-sxm-ib --into hardware/my-h100.yaml\n"
       "  paraplan calibrate gemm hardware/calibration/a100-pcie-gemm-simumax.csv --model -H a100-sxm-ib\n"
       "  paraplan calibrate mamf 1402.6 --dtype fp8 -H h100-sxm-ib\n"
+      "  paraplan calibrate sustained hardware/calibration/h100-sxm-gemm-bf16-burst.csv \\\n"
+      "      hardware/calibration/h100-sxm-gemm-bf16-capped.csv -H h100-sxm-ib\n"
       "  paraplan calibrate deepep test_internode.log -H h800-ib\n"
       "  paraplan calibrate attention attention.csv -H h100-sxm-ib --into hardware/my-h100.yaml\n"
       "  paraplan calibrate memory memory.csv -H h100-sxm-ib\n"
@@ -1294,6 +1338,7 @@ int run(int argc, char** argv) {
     if (cal_attention->parsed()) return cmd_calibrate_attention(cal);
     if (cal_memory->parsed()) return cmd_calibrate_memory(cal);
     if (cal_launch->parsed()) return cmd_calibrate_launch(cal);
+    if (cal_sustained->parsed()) return cmd_calibrate_sustained(cal);
   } catch (const paraplan::ConfigError& e) {
     print_diagnostics(e);
     return kExitBadInput;

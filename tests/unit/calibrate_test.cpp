@@ -199,6 +199,60 @@ TEST_SUITE("calibrate.gemm_model") {
     CHECK_FALSE(c.fitted_dgrad);
   }
 
+  TEST_CASE("--fraction-only keeps the hardware's tiles and k overhead and fits the fraction alone, by hand") {
+    // One 128 x 128 tile at relative speed 0.9, k overhead 96 (on the full fit's grid of 8):
+    // m 1536 x n 1408 is 12 x 11 =
+    // 132 tiles, one full wave on 132 units (no split-k: it would need a second wave). Rows
+    // made at fraction 0.6: efficiency = 0.6 x 0.9 x k / (k + 96).
+    GemmKernelSpec kept;
+    kept.tiles = {GemmTile{128, 128, 0.9}};
+    kept.k_overhead = 96;
+    kept.max_split_k = 8;
+    kept.dgrad = 0.95;
+    std::vector<GemmRow> rows;
+    for (double k : {4096.0, 8192.0}) rows.push_back(GemmRow{1536, 1408, k, 1, "forward", 0.6 * 0.9 * k / (k + 96)});
+    const GemmModelCalibration only = calibrate_gemm_model(rows, kept, 132, Dtype::Fp8, 1979e12, 0, 1, 1.0, true);
+    CHECK(only.kernel.peak_fraction[static_cast<int>(Dtype::Fp8)] == doctest::Approx(0.6).epsilon(1e-6));
+    CHECK(only.kernel.tiles[0].efficiency == 0.9);
+    CHECK(only.kernel.k_overhead == 96);
+    CHECK(only.kernel.dgrad == 0.95);
+    CHECK(only.fixed_s == 0);
+    CHECK(only.mean_error < 1e-6);
+    // A full fit starts every tile at speed 1 (the first keeps it) and refits k overhead, so
+    // the tile's 0.9 lands in the fraction: 0.6 x 0.9 = 0.54.
+    const GemmModelCalibration full = calibrate_gemm_model(rows, kept, 132, Dtype::Fp8, 1979e12, 0, 1, 1.0);
+    CHECK(full.kernel.peak_fraction[static_cast<int>(Dtype::Fp8)] == doctest::Approx(0.54).epsilon(1e-6));
+    CHECK(full.kernel.k_overhead == 96);
+    CHECK_FALSE(full.fraction_only);
+    // Nothing to keep: refused.
+    CHECK_THROWS_AS((void)calibrate_gemm_model(rows, GemmKernelSpec{}, 132, Dtype::Fp8, 1979e12, 0, 1, 1.0, true), Error);
+  }
+
+  TEST_CASE("calibrate sustained: the capped sweep's total time over the burst sweep's, by hand") {
+    // Times in units of a 1024^3 GEMM's FLOP over the peak (a 2048^3 one is 8 of them): at
+    // efficiency 0.5 it takes 2, at 0.4 2.5 (ratio 1.25); the 2048^3 one at 0.8 takes 10, at
+    // 0.7 11.4286 (ratio 8/7). Total: (2.5 + 11.4286) / (2 + 10) = 1.160714; the per-row
+    // ratios 1.1429 and 1.25 (median: the upper of two). A row in one sweep only is counted
+    // apart; a pass that differs does not match.
+    const double a = 2.0 * 1024 * 1024 * 1024, b = 8 * a;
+    const std::vector<GemmRow> burst = {GemmRow{1024, 1024, 1024, 1, "forward", 0.5},
+                                        GemmRow{2048, 2048, 2048, 1, "forward", 0.8},
+                                        GemmRow{4096, 4096, 4096, 1, "forward", 0.8}};
+    const std::vector<GemmRow> capped = {GemmRow{2048, 2048, 2048, 1, "forward", 0.7},
+                                         GemmRow{1024, 1024, 1024, 1, "forward", 0.4},
+                                         GemmRow{1024, 1024, 1024, 1, "wgrad", 0.4}};
+    const SustainedCalibration c = calibrate_sustained(burst, capped, "burst.csv", "capped.csv");
+    CHECK(c.rows == 2);
+    CHECK(c.unmatched == 2);
+    CHECK(c.factor == doctest::Approx((a / 0.4 + b / 0.7) / (a / 0.5 + b / 0.8)));
+    CHECK(c.factor == doctest::Approx(1.160714).epsilon(1e-6));
+    CHECK(c.median == doctest::Approx(1.25));
+    CHECK(c.low == doctest::Approx(8.0 / 7.0));
+    CHECK(c.high == doctest::Approx(1.25));
+    const std::vector<GemmRow> other = {GemmRow{512, 512, 512, 1, "forward", 0.3}};
+    CHECK_THROWS_AS((void)calibrate_sustained(burst, other, "burst.csv", "capped.csv"), ConfigError);
+  }
+
   TEST_CASE("recorded fits: re-running them gives the numbers the presets carry") {
     // hardware/a100-sxm-ib.yaml takes its tiles, k_overhead and wgrad from the fit of
     // `paraplan calibrate gemm hardware/calibration/a100-pcie-gemm-simumax.csv --model -H
