@@ -253,6 +253,20 @@ TEST_SUITE("calibrate.gemm_model") {
     CHECK_THROWS_AS((void)calibrate_sustained(burst, other, "burst.csv", "capped.csv"), ConfigError);
   }
 
+  TEST_CASE("h100-sxm-ib's power limit, measured: the same sweep back to back takes 1.133 x the time after idle") {
+    // `paraplan calibrate sustained hardware/calibration/h100-sxm-gemm-bf16-burst.csv
+    // hardware/calibration/h100-sxm-gemm-bf16-capped.csv -H h100-sxm-ib`: the sum of the
+    // capped file's 357 times over the burst file's, summed by hand from their time_us columns
+    // (awk -F, '!/^#/ && NR > 2 {s += $6} END {print s}'): 451807.411 / 398629.071 us;
+    // recorded in hardware/h100-sxm-ib.yaml's notes beside the fitted `sustained`.
+    const auto burst = read_gemm_rows(source("hardware/calibration/h100-sxm-gemm-bf16-burst.csv"), 989e12);
+    const auto capped = read_gemm_rows(source("hardware/calibration/h100-sxm-gemm-bf16-capped.csv"), 989e12);
+    const SustainedCalibration c = calibrate_sustained(burst, capped, "burst", "capped");
+    CHECK(c.rows == 357);
+    CHECK(c.unmatched == 0);
+    CHECK(c.factor == doctest::Approx(451807.411 / 398629.071).epsilon(1e-4));
+  }
+
   TEST_CASE("recorded fits: re-running them gives the numbers the presets carry") {
     // hardware/a100-sxm-ib.yaml takes its tiles, k_overhead and wgrad from the fit of
     // `paraplan calibrate gemm hardware/calibration/a100-pcie-gemm-simumax.csv --model -H
@@ -276,24 +290,45 @@ TEST_SUITE("calibrate.gemm_model") {
     const HardwareSpec recorded = load_hardware(source("hardware/calibration/a100-pcie-gemm-fit.yaml"));
     CHECK(recorded.device.gemm_kernel.peak_fraction[static_cast<int>(Dtype::Bf16)] == doctest::Approx(pcie).epsilon(0.001));
 
-    // hardware/h800-ib.yaml (and h100-sxm-ib.yaml, the same SMs): tiles and k_overhead from
-    // `paraplan calibrate gemm hardware/calibration/h800-deepgemm-fp8.csv --model -H h800-ib
-    // --dtype fp8` (DeepGEMM's H800 table; k overhead in BF16 elements); h800-ib's FP8
-    // fraction too (DeepSeek's stack runs DeepGEMM), h100-sxm-ib's from the cuBLAS MAMF
-    // figure (below).
+    // hardware/h800-ib.yaml: tiles, k_overhead and FP8 fraction from `paraplan calibrate gemm
+    // hardware/calibration/h800-deepgemm-fp8.csv --model -H h800-ib --dtype fp8` (DeepGEMM's
+    // H800 table, the kernel DeepSeek's stack runs; k overhead in BF16 elements).
     const HardwareSpec h800 = load_hardware("h800-ib");
     const auto fp8 = read_gemm_rows(source("hardware/calibration/h800-deepgemm-fp8.csv"), 1979e12);
     const GemmModelCalibration h = calibrate_gemm_model(fp8, h800.device.gemm_kernel, 132, Dtype::Fp8, 1979e12,
                                                         h800.device.memory_bw_bytes_per_s * h800.device.memory_bound_efficiency,
                                                         1, 1979.0 / 989.0);
-    for (const char* name : {"h800-ib", "h100-sxm-ib"}) {
-      const GemmKernelSpec& k = load_hardware(name).device.gemm_kernel;
-      CHECK(k.k_overhead == h.kernel.k_overhead);
-      for (std::size_t i = 0; i < k.tiles.size(); ++i) CHECK(k.tiles[i].efficiency == doctest::Approx(h.kernel.tiles[i].efficiency));
-    }
+    const GemmKernelSpec& k = h800.device.gemm_kernel;
+    CHECK(k.k_overhead == h.kernel.k_overhead);
+    for (std::size_t i = 0; i < k.tiles.size(); ++i) CHECK(k.tiles[i].efficiency == doctest::Approx(h.kernel.tiles[i].efficiency));
     CHECK(h800.device.gemm_kernel.peak_fraction[static_cast<int>(Dtype::Fp8)] ==
           doctest::Approx(h.kernel.peak_fraction[static_cast<int>(Dtype::Fp8)]).epsilon(0.001));
     CHECK(h.mean_error < 0.10);
+
+    // hardware/h100-sxm-ib.yaml: its own sweep on an H100 SXM, each row after idle,
+    //   `paraplan calibrate gemm hardware/calibration/h100-sxm-gemm-bf16-burst.csv --model -H h100-sxm-ib --dtype bf16`
+    // for tiles, k overhead, BF16 fraction and dgrad, then the FP8 fraction alone on those:
+    //   `... h100-sxm-gemm-fp8-burst.csv --model --fraction-only -H h100-sxm-ib --dtype fp8`
+    const HardwareSpec h100 = load_hardware("h100-sxm-ib");
+    const double roof = h100.device.memory_bw_bytes_per_s * h100.device.memory_bound_efficiency;
+    const auto bf16 = read_gemm_rows(source("hardware/calibration/h100-sxm-gemm-bf16-burst.csv"), 989e12);
+    CHECK(bf16.size() == 357);
+    const GemmModelCalibration b = calibrate_gemm_model(bf16, h100.device.gemm_kernel, 132, Dtype::Bf16, 989e12, roof, 2, 1);
+    const GemmKernelSpec& hk = h100.device.gemm_kernel;
+    CHECK(hk.k_overhead == b.kernel.k_overhead);
+    REQUIRE(hk.tiles.size() == b.kernel.tiles.size());
+    for (std::size_t i = 0; i < hk.tiles.size(); ++i) CHECK(hk.tiles[i].efficiency == doctest::Approx(b.kernel.tiles[i].efficiency));
+    CHECK(hk.peak_fraction[static_cast<int>(Dtype::Bf16)] ==
+          doctest::Approx(b.kernel.peak_fraction[static_cast<int>(Dtype::Bf16)]).epsilon(2e-4));
+    CHECK(hk.dgrad == doctest::Approx(b.kernel.dgrad).epsilon(2e-4));
+    CHECK(b.mean_error < 0.08);
+    const auto f8 = read_gemm_rows(source("hardware/calibration/h100-sxm-gemm-fp8-burst.csv"), 1979e12);
+    const GemmModelCalibration f = calibrate_gemm_model(f8, hk, 132, Dtype::Fp8, 1979e12, roof, 1, 1979.0 / 989.0, true);
+    CHECK(f.fraction_only);
+    CHECK(f.kernel.k_overhead == hk.k_overhead);  // kept, not refitted
+    CHECK(f.kernel.dgrad == hk.dgrad);
+    CHECK(hk.peak_fraction[static_cast<int>(Dtype::Fp8)] ==
+          doctest::Approx(f.kernel.peak_fraction[static_cast<int>(Dtype::Fp8)]).epsilon(2e-4));
   }
 }
 
@@ -558,23 +593,23 @@ TEST_SUITE("calibrate.profile") {
 TEST_SUITE("calibrate.mamf") {
   TEST_CASE("the MAMF figure is a maximum: the model reaches it at its best grid shape, by hand") {
     // gemm_mamf_bf16_fp8: H100 SXM FP8 1402.6 TFLOPS of 1979 (mamf-finder grid 256..20480
-    // step 256). With h100-sxm-ib's tiles (128 x 256 first, speed 1) and k_overhead 248 BF16
-    // elements (x 1979/989 = 496.25 at FP8's rate), the best grid shapes fill one wave
+    // step 256). With h100-sxm-ib's tiles (128 x 256 first, speed 1) and k_overhead 152 BF16
+    // elements (x 1979/989 = 304.15 at FP8's rate), the best grid shapes fill one wave
     // exactly, e.g. m 512, n 8448: 4 x 33 = 132 tiles on 132 SMs, at the largest k, 20480:
-    //   shape factor = 20480 / (20480 + 496.25) = 0.976342
-    //   fraction     = (1402.6 / 1979) / 0.976342 = 0.725915
+    //   shape factor = 20480 / (20480 + 304.15) = 0.985366
+    //   fraction     = (1402.6 / 1979) / 0.985366 = 0.719267
+    // (h100-sxm-ib's own FP8 fraction comes from its sweep since, 0.7469: cuBLAS 13.1 on the
+    // same shapes reaches more than the MAMF figure's library did.)
     const HardwareSpec h100 = load_hardware("h100-sxm-ib");
     const MamfCalibration c =
         calibrate_mamf(h100.device.gemm_kernel, 132, 1979.0 / 989.0, 1402.6 / 1979.0, 256, 20480, 256, 1979e12,
                        3.35e12 * 0.8, 1.0);
-    const double factor = 20480.0 / (20480.0 + 248.0 * 1979.0 / 989.0);
+    const double factor = 20480.0 / (20480.0 + 152.0 * 1979.0 / 989.0);
     CHECK(c.shapes == 80 * 80 * 80);
     CHECK(c.best_shape_factor == doctest::Approx(factor).epsilon(1e-9));
     CHECK(c.k == 20480);
     CHECK(c.peak_fraction == doctest::Approx(1402.6 / 1979.0 / factor).epsilon(1e-6));
-    // The preset carries it (4 digits).
-    CHECK(h100.device.gemm_kernel.peak_fraction[static_cast<int>(Dtype::Fp8)] ==
-          doctest::Approx(c.peak_fraction).epsilon(2e-4));
+    CHECK(c.peak_fraction == doctest::Approx(0.719267).epsilon(1e-5));
     // A roofline that binds everywhere leaves no fraction that reaches the figure: the
     // bisection runs to its ceiling (4), a fraction the caller can see is not physical.
     const MamfCalibration starved = calibrate_mamf(h100.device.gemm_kernel, 132, 2.0, 0.709, 256, 1024, 256,
@@ -610,14 +645,14 @@ TEST_SUITE("calibrate.mamf") {
 
   TEST_CASE("h200-sxm-ib: H100's die with H200's memory, its FP8 anchor H200's MAMF figure, by hand") {
     // gemm_mamf_bf16_fp8: NVIDIA H200 SXM FP8 1453.4 TFLOPS of 1979. With h100-sxm-ib's tiles
-    // and k overhead (248 BF16 elements = 496.25 at FP8's rate) one wave of 128 x 256 tiles on
-    // 132 SMs at the largest k gives shape factor 20480 / 20976.25 = 0.976342, so the fraction
-    // is (1453.4 / 1979) / 0.976342 = 0.752207.
+    // and k overhead (152 BF16 elements = 304.15 at FP8's rate) one wave of 128 x 256 tiles on
+    // 132 SMs at the largest k gives shape factor 20480 / 20784.15 = 0.985366, so the fraction
+    // is (1453.4 / 1979) / 0.985366 = 0.745318.
     const HardwareSpec h200 = load_hardware("h200-sxm-ib");
     const HardwareSpec h100 = load_hardware("h100-sxm-ib");
     const MamfCalibration c = calibrate_mamf(h200.device.gemm_kernel, 132, 1979.0 / 989.0, 1453.4 / 1979.0, 256,
                                              20480, 256, 1979e12, 4.8e12 * 0.8, 1.0);
-    const double factor = 20480.0 / (20480.0 + 248.0 * 1979.0 / 989.0);
+    const double factor = 20480.0 / (20480.0 + 152.0 * 1979.0 / 989.0);
     CHECK(c.peak_fraction == doctest::Approx(1453.4 / 1979.0 / factor).epsilon(1e-6));
     CHECK(h200.device.gemm_kernel.peak_fraction[static_cast<int>(Dtype::Fp8)] ==
           doctest::Approx(c.peak_fraction).epsilon(2e-4));
@@ -752,8 +787,8 @@ TEST_SUITE("calibrate.runs") {
     CHECK(fit.values[1] == doctest::Approx(1.0).epsilon(2e-3));
     CHECK(fit.mean_loo_pct < 6.0);
     const HardwareSpec h100 = load_hardware("h100-sxm-ib");
-    CHECK(h100.calibration.sustained == doctest::Approx(1.1755));
-    CHECK(h100.calibration.fp8_gemm == doctest::Approx(1.2718));
+    CHECK(h100.calibration.sustained == doctest::Approx(1.2295));
+    CHECK(h100.calibration.fp8_gemm == doctest::Approx(1.4518));
     // fp8_gemm touches FP8 GEMMs only: a BF16 run on the same file is unchanged by it.
     ValidationCase bf16 = load_cases((fs::path(PARAPLAN_SOURCE_DIR) / "validation/zoo-qwen3-235b-deepep-ep8-fsdp.yaml").string()).front();
     const double with = run_case(bf16).predicted;
@@ -791,8 +826,8 @@ TEST_SUITE("calibrate.runs") {
     CHECK(fit.values[1] == doctest::Approx(1.0).epsilon(2e-3));
     CHECK(fit.mean_loo_pct < 4.0);
     const HardwareSpec gt = load_hardware("h100-grand-teton");
-    CHECK(gt.calibration.sustained == doctest::Approx(1.4251));
-    CHECK(gt.calibration.fp8_gemm == doctest::Approx(1.2718));  // h100-sxm-ib's, not refitted here
+    CHECK(gt.calibration.sustained == doctest::Approx(1.5313));
+    CHECK(gt.calibration.fp8_gemm == doctest::Approx(1.4518));  // h100-sxm-ib's, not refitted here
   }
 
   TEST_CASE("recorded fit: h100-grand-teton's allocator is the optimum of its memory runs (x 1)") {
