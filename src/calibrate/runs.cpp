@@ -86,8 +86,12 @@ struct RunsObjective {
   }
 };
 
-// Coordinate descent with a golden-section search per knob over log x in [ln 1/4, ln 4]
-// (the same bounds `calibrate profile` keeps its multipliers in).
+// Coordinate descent over log x in [ln 1/4, ln 4] (the same bounds `calibrate profile` keeps
+// its multipliers in): per knob a scan of 25 points, then a golden-section search between
+// the best point's neighbours. The scan first because a case's prediction is not smooth in a
+// knob (a pipeline's critical path, a host-bound phase, a recompute choice can switch), so
+// the objective can hold several minima and a golden section alone may settle in a worse
+// one (b200-sxm-ib's three runs did: x 0.937 at a higher sum than x 1).
 std::vector<double> fit_knobs(const RunsObjective& f, int skip) {
   const std::size_t n = f.knobs.size();
   std::vector<double> x(n, 1.0);
@@ -95,12 +99,24 @@ std::vector<double> fit_knobs(const RunsObjective& f, int skip) {
   const int sweeps = n == 1 ? 1 : 4;
   for (int s = 0; s < sweeps; ++s) {
     for (std::size_t j = 0; j < n; ++j) {
-      double a = std::log(0.25), b = std::log(4.0);
+      const double lo = std::log(0.25), hi = std::log(4.0);
       auto at = [&](double u) {
         std::vector<double> y = x;
         y[j] = std::exp(u);
         return f(y, skip);
       };
+      constexpr int kScan = 25;
+      const double step = (hi - lo) / (kScan - 1);
+      double best_u = std::log(x[j]), best_f = at(best_u);
+      for (int i = 0; i < kScan; ++i) {
+        const double u = lo + step * i;
+        const double fu = at(u);
+        if (fu < best_f) {
+          best_f = fu;
+          best_u = u;
+        }
+      }
+      double a = std::max(lo, best_u - step), b = std::min(hi, best_u + step);
       double c = b - g * (b - a), d = a + g * (b - a);
       double fc = at(c), fd = at(d);
       for (int it = 0; it < 36; ++it) {  // interval shrinks to 0.618^36 x ln 16 ~ 1e-7
@@ -118,7 +134,9 @@ std::vector<double> fit_knobs(const RunsObjective& f, int skip) {
           fd = at(d);
         }
       }
-      x[j] = std::exp(0.5 * (a + b));
+      // the bracket's middle, unless the scan's point is still the better one
+      const double mid = 0.5 * (a + b);
+      x[j] = std::exp(at(mid) <= best_f ? mid : best_u);
     }
   }
   return x;
