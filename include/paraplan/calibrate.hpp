@@ -175,11 +175,16 @@ struct AttentionRow {
 /// backward and forward_overhead / backward_overhead) of one kernel and pass, fitted to its
 /// rows on `units` compute units: the overhead by a search over 0..4096 in steps of 4, the
 /// efficiency in closed form at each (least squares in relative error); the smallest sum wins.
+/// Rows of two or more head dims also fit the head-dim term (forward_softmax /
+/// backward_softmax, 0..1024 in steps of 4) against the reference head dim (128 if timed).
 struct AttentionFit {
   std::string kernel;
   bool backward = false;
   double efficiency = 0, overhead = 0;
   double block = 128;
+  double head_dim = 128;     ///< the reference head dim `efficiency` holds at
+  double softmax = 0;        ///< head-dim term (AttentionKernelSpec); fitted with 2+ head dims
+  int head_dims = 1;         ///< distinct head dims in the rows
   int rows = 0;
   double mean_error = 0, worst_error = 0;  ///< |model - measured| / measured over the rows
 };

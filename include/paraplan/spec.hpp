@@ -73,6 +73,12 @@ struct AttentionKernelSpec {
   double block = 128;         ///< query (forward) / key (backward) rows per tile
   double forward_overhead = 0;   ///< fixed cost per forward tile, in keys processed
   double backward_overhead = 0;  ///< fixed cost per backward tile, in queries processed
+  /// Head-dim dependence: each score costs the kernel's non-matmul work (exponent, max, sum,
+  /// scaling) besides its matmul work, which grows with the head dim d. With that work worth
+  /// `softmax` head dims, efficiency(d) = e x [d / (d + softmax)] / [head_dim / (head_dim +
+  /// softmax)]: e holds at the reference `head_dim`, smaller heads run slower. 0 = no term.
+  double head_dim = 128;
+  double forward_softmax = 0, backward_softmax = 0;
 };
 
 /// Memory-bound op classes; each reaches its own fraction of the HBM bandwidth.

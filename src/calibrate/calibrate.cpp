@@ -469,6 +469,7 @@ std::string hardware_overlay_yaml(const HardwareOverlay& o) {
         if (std::find(done.begin(), done.end(), f.kernel) != done.end()) continue;
         done.push_back(f.kernel);
         y << "    - name: " << f.kernel << "\n      block: " << util::fmt("%.4g", f.block) << "\n";
+        if (f.head_dims > 1) y << "      head_dim: " << util::fmt("%.4g", f.head_dim) << "  # the reference\n";
         for (const AttentionFit& g : o.attention) {
           if (g.kernel != f.kernel) continue;
           const char* pass = g.backward ? "backward" : "forward";
@@ -476,6 +477,11 @@ std::string hardware_overlay_yaml(const HardwareOverlay& o) {
             << "%, worst " << util::fmt("%.1f", 100 * g.worst_error) << "%\n";
           y << "      " << pass << ": " << util::fmt("%.4g", g.efficiency) << "\n";
           y << "      " << pass << "_overhead: " << util::fmt("%.4g", g.overhead) << "\n";
+          if (g.head_dims > 1) {
+            y << "      # " << pass << ": " << g.head_dims << " head dims; the non-matmul work per score is worth "
+              << util::fmt("%.4g", g.softmax) << " of them\n";
+            y << "      " << pass << "_softmax: " << util::fmt("%.4g", g.softmax) << "\n";
+          }
         }
       }
     }

@@ -135,42 +135,59 @@ std::vector<AttentionFit> calibrate_attention(const std::vector<AttentionRow>& r
     best.backward = key.second;
     best.block = block;
     best.rows = static_cast<int>(g.size());
-    double best_cost = -1;
-    std::vector<double> shape(g.size());
-    for (double overhead = 0; overhead <= 4096; overhead += 4) {
+    // The reference head dim: 128 where the rows have it, else the first row's. With one head
+    // dim only there is no head-dim term to fit.
+    std::vector<double> dims;
+    for (const AttentionRow* r : g) {
+      if (std::find(dims.begin(), dims.end(), r->head_dim) == dims.end()) dims.push_back(r->head_dim);
+    }
+    best.head_dim = std::find(dims.begin(), dims.end(), 128.0) != dims.end() ? 128.0 : g.front()->head_dim;
+    best.head_dims = static_cast<int>(dims.size());
+    const double softmax_max = dims.size() > 1 ? 1024 : 0;
+    auto spec_for = [&](double e, double overhead, double softmax) {
       AttentionKernelSpec spec;
-      spec.forward = spec.backward = 1.0;
+      spec.forward = spec.backward = e;
       spec.block = block;
       spec.forward_overhead = spec.backward_overhead = overhead;
-      // The model's efficiency with e = 1 (its shape factor), then e in closed form for the
-      // least squares of the relative errors: e = sum(x) / sum(x^2), x = shape / measured.
-      double sx = 0, sxx = 0;
-      for (std::size_t i = 0; i < g.size(); ++i) {
-        const AttentionRow& r = *g[i];
-        shape[i] = cost::attention_efficiency(spec, r.backward, units, r.batch * r.heads, r.seq, r.seq, r.causal);
-        const double x = shape[i] / r.efficiency;
-        sx += x;
-        sxx += x * x;
-      }
-      const double e = std::clamp(sx / sxx, 1e-6, 1.0);
-      double cost = 0;
-      for (std::size_t i = 0; i < g.size(); ++i) {
-        const double rel = e * shape[i] / g[i]->efficiency - 1;
-        cost += rel * rel;
-      }
-      if (best_cost < 0 || cost < best_cost - 1e-15) {
-        best_cost = cost;
-        best.efficiency = e;
-        best.overhead = overhead;
+      spec.head_dim = best.head_dim;
+      spec.forward_softmax = spec.backward_softmax = softmax;
+      return spec;
+    };
+    double best_cost = -1;
+    for (double softmax = 0; softmax <= softmax_max; softmax += 4) {
+      for (double overhead = 0; overhead <= 4096; overhead += 4) {
+        // The model's efficiency with e = 1 (its shape factor), then e in closed form for the
+        // least squares of the relative errors: e = sum(x) / sum(x^2), x = shape / measured.
+        const AttentionKernelSpec spec = spec_for(1.0, overhead, softmax);
+        double sx = 0, sxx = 0;
+        std::vector<double> shape(g.size());
+        for (std::size_t i = 0; i < g.size(); ++i) {
+          const AttentionRow& r = *g[i];
+          shape[i] = cost::attention_efficiency(spec, r.backward, units, r.batch * r.heads, r.seq, r.seq, r.causal, 0,
+                                                r.head_dim);
+          const double x = shape[i] / r.efficiency;
+          sx += x;
+          sxx += x * x;
+        }
+        const double e = std::clamp(sx / sxx, 1e-6, 1.0);
+        double cost = 0;
+        for (std::size_t i = 0; i < g.size(); ++i) {
+          const double rel = e * shape[i] / g[i]->efficiency - 1;
+          cost += rel * rel;
+        }
+        if (best_cost < 0 || cost < best_cost - 1e-15) {
+          best_cost = cost;
+          best.efficiency = e;
+          best.overhead = overhead;
+          best.softmax = softmax;
+        }
       }
     }
-    AttentionKernelSpec spec;
-    spec.forward = spec.backward = best.efficiency;
-    spec.block = block;
-    spec.forward_overhead = spec.backward_overhead = best.overhead;
+    const AttentionKernelSpec spec = spec_for(best.efficiency, best.overhead, best.softmax);
     double sum = 0;
     for (const AttentionRow* r : g) {
-      const double model = cost::attention_efficiency(spec, r->backward, units, r->batch * r->heads, r->seq, r->seq, r->causal);
+      const double model = cost::attention_efficiency(spec, r->backward, units, r->batch * r->heads, r->seq, r->seq,
+                                                      r->causal, 0, r->head_dim);
       const double err = std::fabs(model - r->efficiency) / r->efficiency;
       sum += err;
       best.worst_error = std::max(best.worst_error, err);

@@ -814,11 +814,17 @@ int cmd_calibrate_attention(const CalibrateArgs& a) {
               << " needs a BF16 peak and `device.compute_units` (the model spreads tiles over them)\n";
     return kExitBadInput;
   }
-  const std::vector<paraplan::AttentionRow> rows = paraplan::read_attention_rows(a.files.front(), peak);
+  // Several files (one head dim each, say) are one fit: their rows together.
+  std::vector<paraplan::AttentionRow> rows;
+  std::string sources;
+  for (const std::string& f : a.files) {
+    for (paraplan::AttentionRow& r : paraplan::read_attention_rows(f, peak)) rows.push_back(std::move(r));
+    sources += (sources.empty() ? "" : " ") + f;
+  }
   paraplan::HardwareOverlay o = overlay_for(a, hw);
   o.attention = paraplan::calibrate_attention(rows, hw.device.compute_units);
-  o.attention_source = a.files.front();
-  std::cout << a.files.front() << ": " << rows.size() << " rows, efficiency of the BF16 peak ("
+  o.attention_source = sources;
+  std::cout << sources << ": " << rows.size() << " rows, efficiency of the BF16 peak ("
             << paraplan::units::format_flops(peak) << ") on " << hw.device.compute_units << " compute units\n";
   for (const paraplan::AttentionFit& f : o.attention) {
     bool known = false;
@@ -828,6 +834,12 @@ int cmd_calibrate_attention(const CalibrateArgs& a) {
               << " per tile; " << f.rows << " rows, mean |error| " << num("%.1f", 100 * f.mean_error)
               << "%, worst " << num("%.1f", 100 * f.worst_error) << "%"
               << (known ? "" : " (a kernel " + a.hardware + " does not list: added)") << "\n";
+    if (f.head_dims > 1) {
+      std::cout << "    " << f.head_dims << " head dims: non-matmul work per score worth " << num("%.0f", f.softmax)
+                << " head dims (efficiency at head dim d = e x [d / (d + " << num("%.0f", f.softmax) << ")] / ["
+                << num("%.0f", f.head_dim) << " / (" << num("%.0f", f.head_dim) << " + " << num("%.0f", f.softmax)
+                << ")])\n";
+    }
   }
   return write_overlay(a, o);
 }
@@ -1227,9 +1239,11 @@ int run(int argc, char** argv) {
       ->expected(1);
   auto* cal_attention = calibrate->add_subcommand(
       "attention", "Flash-attention timings (bench/gpu/attention.py) -> device.attention efficiency and overhead");
-  cal_attention->add_option("file", cal.files, "CSV: kernel,pass,causal,batch,heads,head_dim,seq,time_us")
+  cal_attention->add_option("files", cal.files,
+                            "CSV: kernel,pass,causal,batch,heads,head_dim,seq,time_us (several: one fit over all, the\n"
+                            "head-dim term too where they hold two or more head dims)")
       ->required()
-      ->expected(1);
+      ->expected(1, 16);
   auto* cal_memory = calibrate->add_subcommand(
       "memory", "Memory-bound kernel timings (bench/gpu/memory_bound.py) -> device.memory_bound, kernel_overhead");
   cal_memory->add_option("file", cal.files, "CSV: op,class,bytes,time_us")->required()->expected(1);

@@ -137,6 +137,9 @@ std::vector<AttentionKernelSpec> read_attention(const Node& list, Diags& diags) 
     if (auto v = r.number("block", 1, 4096)) k.block = *v;
     if (auto v = r.number("forward_overhead", 0, 1e6)) k.forward_overhead = *v;
     if (auto v = r.number("backward_overhead", 0, 1e6)) k.backward_overhead = *v;
+    if (auto v = r.number("head_dim", 1, 4096)) k.head_dim = *v;
+    if (auto v = r.number("forward_softmax", 0, 4096)) k.forward_softmax = *v;
+    if (auto v = r.number("backward_softmax", 0, 4096)) k.backward_softmax = *v;
     r.finish();
     for (const AttentionKernelSpec& other : out) {
       if (other.name == k.name && !k.name.empty()) {

@@ -131,7 +131,7 @@ static OpTime op_time_uncalibrated(const ComputeModel& cm, const model::Op& op) 
       if (cm.has_attention_kernel) {
         const bool backward = op.phase == model::Phase::InputGrad;
         t.efficiency = attention_efficiency(cm.attention, backward, units, op.groups / split, op.m,
-                                            op.n, op.causal, op.window);
+                                            op.n, op.causal, op.window, op.head_dim);
       } else {
         // No attention kernel figures: the GEMM model's large-shape fraction, or the GEMM
         // surface at the attention shape.

@@ -33,8 +33,15 @@ double gemm_time(const KernelResources& r, double flops, double bytes, double ef
 }
 
 double attention_efficiency(const AttentionKernelSpec& k, bool backward, int units, double groups,
-                            double queries, double keys, bool causal, double window) {
-  const double e = backward ? k.backward : k.forward;
+                            double queries, double keys, bool causal, double window, double head_dim) {
+  double e = backward ? k.backward : k.forward;
+  // Per score: matmul work in proportion to the head dim, non-matmul work (`softmax` head
+  // dims' worth) not: a head of d runs d / (d + softmax) of the matmul rate, against the
+  // reference head dim the fraction was measured at.
+  const double softmax = backward ? k.backward_softmax : k.forward_softmax;
+  if (softmax > 0 && head_dim > 0 && k.head_dim > 0) {
+    e *= (head_dim / (head_dim + softmax)) / (k.head_dim / (k.head_dim + softmax));
+  }
   const double overhead = backward ? k.backward_overhead : k.forward_overhead;
   if (queries <= 0 || keys <= 0) return e;
   // Tiles run along the queries in the forward pass and along the keys in the backward one;

@@ -44,9 +44,10 @@ double gemm_time(const KernelResources& r, double flops, double bytes, double ef
 
 /// Efficiency of a flash-attention pass: `groups` = batch x heads, `queries` and `keys` per
 /// sequence, `causal` mask, `window` keys per query under a causal sliding window (0 = none);
-/// per-pass fraction and overhead from `k`.
+/// per-pass fraction and overhead from `k`; `head_dim` the mean of the query-key and value
+/// head dims (0 = the kernel's reference head dim).
 double attention_efficiency(const AttentionKernelSpec& k, bool backward, int units, double groups,
-                            double queries, double keys, bool causal, double window = 0);
+                            double queries, double keys, bool causal, double window = 0, double head_dim = 0);
 
 /// Inverse-distance correction of a model by measured points, in log2(m, n, k) space: exact
 /// at each point, a weighted mean of the points' measured / model ratios elsewhere.

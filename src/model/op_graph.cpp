@@ -238,6 +238,7 @@ void add_attention(const Ctx& c, std::vector<Op>& ops) {
     core.m = ulysses ? s : s / cp;  // queries per sequence on this rank
     core.n = s;                     // keys
     core.k = dqk;
+    core.head_dim = (dqk + dv) / 2;
     core.bytes = T * (heads * dqk + kv_heads * dqk + kv_heads * dv + heads * dv) * kAct;
     core.groups = static_cast<int>(b * (ulysses ? heads / cp : heads));
     // Sliding-window layers (attention.window): the kernel visits only the key blocks inside

@@ -43,6 +43,7 @@ struct Op {
   bool graphed = false;
   bool causal = true;          ///< Attention: causal mask
   double window = 0;           ///< Attention: keys per query under a sliding window; 0 = none
+  double head_dim = 0;         ///< Attention: mean of the query-key and value head dims
   /// FP8: rows of the input quantized before this GEMM; 0 = its m x groups. The routed
   /// experts' tokens are quantized once before the FP8 dispatch, not once per copy.
   double quantized_rows = 0;

@@ -787,8 +787,8 @@ TEST_SUITE("calibrate.runs") {
     CHECK(fit.values[1] == doctest::Approx(1.0).epsilon(2e-3));
     CHECK(fit.mean_loo_pct < 6.0);
     const HardwareSpec h100 = load_hardware("h100-sxm-ib");
-    CHECK(h100.calibration.sustained == doctest::Approx(1.2295));
-    CHECK(h100.calibration.fp8_gemm == doctest::Approx(1.4518));
+    CHECK(h100.calibration.sustained == doctest::Approx(1.2300));
+    CHECK(h100.calibration.fp8_gemm == doctest::Approx(1.4510));
     // fp8_gemm touches FP8 GEMMs only: a BF16 run on the same file is unchanged by it.
     ValidationCase bf16 = load_cases((fs::path(PARAPLAN_SOURCE_DIR) / "validation/zoo-qwen3-235b-deepep-ep8-fsdp.yaml").string()).front();
     const double with = run_case(bf16).predicted;
@@ -826,8 +826,8 @@ TEST_SUITE("calibrate.runs") {
     CHECK(fit.values[1] == doctest::Approx(1.0).epsilon(2e-3));
     CHECK(fit.mean_loo_pct < 4.0);
     const HardwareSpec gt = load_hardware("h100-grand-teton");
-    CHECK(gt.calibration.sustained == doctest::Approx(1.5313));
-    CHECK(gt.calibration.fp8_gemm == doctest::Approx(1.4518));  // h100-sxm-ib's, not refitted here
+    CHECK(gt.calibration.sustained == doctest::Approx(1.5314));
+    CHECK(gt.calibration.fp8_gemm == doctest::Approx(1.4510));  // h100-sxm-ib's, not refitted here
   }
 
   TEST_CASE("recorded fit: h100-grand-teton's allocator is the optimum of its memory runs (x 1)") {
@@ -899,6 +899,43 @@ TEST_SUITE("calibrate.kernels") {
     CHECK(fits[0].overhead == doctest::Approx(264));
     CHECK(fits[0].efficiency == doctest::Approx(0.648).epsilon(1e-4));
     CHECK(fits[0].mean_error < 1e-4);
+  }
+
+  TEST_CASE("attention rows at two head dims give back e, overhead and the head-dim term (by hand)") {
+    // As above (many tiles: e x f(d) x (s/2) / (s/2 + o)), now at head dims 128 and 64 with
+    // the head-dim factor f(d) = [d / (d + 60)] / [128 / 188] (e = 0.66, o = 240): at head
+    // dim 64 f = 0.758065. The fit must find 60 on its grid of 4, and 128 as the reference.
+    const double e = 0.66, o = 240, peak = 989e12;
+    std::string csv = "kernel,pass,causal,batch,heads,head_dim,seq,time_us\n";
+    for (double d : {128.0, 64.0}) {
+      const double f = (d / (d + 60)) / (128.0 / 188.0);
+      for (double s : {1024.0, 2048.0, 4096.0, 8192.0, 16384.0}) {
+        const double b = 16384 / s, heads = 2048 / d, flops = 4 * b * heads * s * s * d * 0.5;
+        const double eff = e * f * (s / 2) / (s / 2 + o);
+        csv += "cudnn,forward,1," + std::to_string(static_cast<int>(b)) + "," + std::to_string(static_cast<int>(heads)) +
+               "," + std::to_string(static_cast<int>(d)) + "," + std::to_string(static_cast<int>(s)) + "," +
+               std::to_string(flops / (eff * peak) * 1e6) + "\n";
+      }
+    }
+    CHECK((64.0 / 124.0) / (128.0 / 188.0) == doctest::Approx(0.758065).epsilon(1e-6));
+    const auto fits = calibrate_attention(read_attention_rows(write_temp("attention_dims.csv", csv), peak), 132);
+    REQUIRE(fits.size() == 1);
+    CHECK(fits[0].head_dims == 2);
+    CHECK(fits[0].head_dim == 128);
+    CHECK(fits[0].softmax == doctest::Approx(60));
+    CHECK(fits[0].overhead == doctest::Approx(240));
+    CHECK(fits[0].efficiency == doctest::Approx(0.66).epsilon(1e-4));
+    CHECK(fits[0].mean_error < 1e-4);
+    // The overlay writes the term and its reference once per kernel.
+    HardwareOverlay ov;
+    ov.base = "h100-sxm-ib";
+    ov.name = "t";
+    ov.date = "2026-11-26";
+    ov.attention = fits;
+    ov.attention_source = "attention_dims.csv";
+    const std::string y = hardware_overlay_yaml(ov);
+    CHECK(y.find("forward_softmax: 60") != std::string::npos);
+    CHECK(y.find("head_dim: 128") != std::string::npos);
   }
 
   TEST_CASE("FlashAttention-3's published H100 figures fit within the paper's scatter") {

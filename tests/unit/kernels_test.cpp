@@ -112,6 +112,31 @@ TEST_SUITE("cost.kernels") {
           doctest::Approx(0.6 * 4096 / 4296.0));
   }
 
+  TEST_CASE("flash attention: a head smaller than the reference runs slower by the non-matmul work per score") {
+    // forward_softmax 60 at reference head dim 128: a head of d runs at e x [d / (d + 60)] /
+    // [128 / 188]. Many tiles, no mask, s = 8192, overhead 200: shape 8192 / 8392.
+    AttentionKernelSpec k{"t", 0.6, 0.5, 128, 200, 300};
+    k.head_dim = 128;
+    k.forward_softmax = 60;
+    k.backward_softmax = 16;
+    const double shape = 8192 / 8392.0;
+    // head dim 64: 0.6 x (64 / 124) / (128 / 188) = 0.6 x 0.516129 / 0.680851 = 0.454839
+    CHECK(cost::attention_efficiency(k, false, 132, 32, 8192, 8192, false, 0, 64) ==
+          doctest::Approx(0.454839 * shape).epsilon(1e-5));
+    // backward, softmax 16: 0.5 x (64 / 80) / (128 / 144) = 0.5 x 0.9 = 0.45
+    CHECK(cost::attention_efficiency(k, true, 132, 32, 8192, 8192, false, 0, 64) ==
+          doctest::Approx(0.45 * 8192 / 8492.0));
+    // the reference head dim, or none given: e itself
+    CHECK(cost::attention_efficiency(k, false, 132, 32, 8192, 8192, false, 0, 128) == doctest::Approx(0.6 * shape));
+    CHECK(cost::attention_efficiency(k, false, 132, 32, 8192, 8192, false) == doctest::Approx(0.6 * shape));
+    // MLA's query-key 192 and value 128 heads: d = 160, 0.6 x (160 / 220) / (128 / 188) = 0.640909
+    CHECK(cost::attention_efficiency(k, false, 132, 32, 8192, 8192, false, 0, 160) ==
+          doctest::Approx(0.640909 * shape).epsilon(1e-5));
+    // no term: the head dim does not matter
+    k.forward_softmax = 0;
+    CHECK(cost::attention_efficiency(k, false, 132, 32, 8192, 8192, false, 0, 64) == doctest::Approx(0.6 * shape));
+  }
+
   TEST_CASE("llm-foundry's Triton flash attention runs at half FlashAttention-2's rate") {
     // The presets' `triton` kernel (llm-foundry's attn_impl triton, FlashAttention-1 in
     // pre-MLIR Triton): its header (mosaicml/llm-foundry@b2a43a147 llmfoundry/models/layers/
