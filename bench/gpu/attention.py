@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Flash-attention timings for `paraplan calibrate attention`: forward and backward of each
 available kernel over sequence lengths, causal and not, and prints CSV
-(kernel,pass,causal,batch,heads,head_dim,seq,time_us,tflops) to stdout.
+(kernel,pass,causal,batch,heads,head_dim,v_head_dim,seq,time_us,tflops) to stdout.
 
     python3 bench/gpu/attention.py [--head-dim 128] [--tokens 16384] [--hidden 2048] > attention.csv
+    python3 bench/gpu/attention.py --head-dim 192 --v-head-dim 128 --hidden 3072 > mla.csv  # MLA's heads
     paraplan calibrate attention attention.csv -H h100-sxm-ib --into hardware/my-h100.yaml
 
 Needs PyTorch with CUDA. The setting is FlashAttention's own benchmark (Dao 2023; Shah et al.
@@ -11,7 +12,9 @@ Needs PyTorch with CUDA. The setting is FlashAttention's own benchmark (Dao 2023
 Kernels: PyTorch's scaled_dot_product_attention restricted to its flash backend (`fa2`: it
 wraps FlashAttention-2) and to cuDNN (`cudnn`, where PyTorch has it), and the flash_attn
 package's FA3 interface (`fa3`, flash_attn_interface) when it is installed. FLOP as the
-FlashAttention papers count them: 4 b h s^2 d forward, half of it causal, 2.5 x backward.
+FlashAttention papers count them: 4 b h s^2 d forward (2 b h s^2 (d + dv) with a value head
+dim of its own), half of it causal, 2.5 x backward. A kernel that does not take a shape is
+skipped with a note on stderr.
 """
 import argparse
 import sys
@@ -53,6 +56,7 @@ def kernels(torch):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--head-dim", type=int, default=128)
+    ap.add_argument("--v-head-dim", type=int, default=0, help="value head dim (MLA: 128 with --head-dim 192); 0 = --head-dim")
     ap.add_argument("--tokens", type=int, default=16384, help="tokens per batch (batch = tokens / seq)")
     ap.add_argument("--hidden", type=int, default=2048, help="heads = hidden / head_dim")
     ap.add_argument("--seqs", default="512,1024,2048,4096,8192,16384")
@@ -62,23 +66,26 @@ def main():
     from timing import mean_us, provenance
 
     dev = torch.device("cuda")
-    print(provenance(torch, f"head dim {args.head_dim}, {args.tokens} tokens per batch"))
-    print("kernel,pass,causal,batch,heads,head_dim,seq,time_us,tflops")
     d = args.head_dim
+    dv = args.v_head_dim or d
+    print(provenance(torch, f"head dim {args.head_dim}" + (f" (values {dv})" if dv != d else "") +
+                     f", {args.tokens} tokens per batch"))
+    print("kernel,pass,causal,batch,heads,head_dim,v_head_dim,seq,time_us,tflops")
     h = max(1, args.hidden // d)
     for name, attend in kernels(torch):
         for seq in [int(s) for s in args.seqs.split(",")]:
             b = max(1, args.tokens // seq)
             for causal in (True, False):
-                q, k, v = (torch.randn(b, seq, h, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
-                           for _ in range(3))
+                q, k, v = (torch.randn(b, seq, h, width, device=dev, dtype=torch.bfloat16, requires_grad=True)
+                           for width in (d, d, dv))
                 try:
                     out = attend(q, k, v, causal)
+                    out.backward(torch.randn_like(out))
                 except RuntimeError as e:  # this kernel does not take this shape here
                     print(f"# {name} seq {seq}: {str(e).splitlines()[0]}", file=sys.stderr)
                     continue
                 grad = torch.randn_like(out)
-                flops = 4 * b * h * seq * seq * d * (0.5 if causal else 1.0)
+                flops = 2 * b * h * seq * seq * (d + dv) * (0.5 if causal else 1.0)
                 fwd_us = mean_us(torch, lambda: attend(q, k, v, causal), args.iters, warmup=3)
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
 
@@ -99,7 +106,7 @@ def main():
                         bwd_total += start.elapsed_time(end) * 1e3
                 bwd_us = bwd_total / args.iters
                 for p, us, f in (("forward", fwd_us, flops), ("backward", bwd_us, 2.5 * flops)):
-                    print(f"{name},{p},{int(causal)},{b},{h},{d},{seq},{us:.3f},{f / us / 1e6:.1f}")
+                    print(f"{name},{p},{int(causal)},{b},{h},{d},{dv},{seq},{us:.3f},{f / us / 1e6:.1f}")
                 sys.stdout.flush()
 
 

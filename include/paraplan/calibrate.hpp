@@ -159,8 +159,9 @@ struct AttentionRow {
   bool backward = false;
   bool causal = true;
   double batch = 1, heads = 1, head_dim = 128, seq = 0;
+  double v_head_dim = 128;   ///< the value head dim (= head_dim unless the CSV has v_head_dim)
   double time_s = 0;
-  double flops = 0;          ///< 4 b h s^2 d forward (half of it causal), x 2.5 backward
+  double flops = 0;          ///< 2 b h s^2 (d + dv) forward (half of it causal), x 2.5 backward
   double efficiency = 0;     ///< flops / (time x the BF16 peak)
   int line = 0;
 };
@@ -176,7 +177,9 @@ struct AttentionRow {
 /// rows on `units` compute units: the overhead by a search over 0..4096 in steps of 4, the
 /// efficiency in closed form at each (least squares in relative error); the smallest sum wins.
 /// Rows of two or more head dims also fit the head-dim term (forward_softmax /
-/// backward_softmax, 0..1024 in steps of 4) against the reference head dim (128 if timed).
+/// backward_softmax, 0..1024 in steps of 4) against the reference head dim (128 if timed),
+/// on the rows at or below it; rows of wider heads then fit the wide-head exponent
+/// (0..2 in steps of 0.01) with the rest held.
 struct AttentionFit {
   std::string kernel;
   bool backward = false;
@@ -184,6 +187,8 @@ struct AttentionFit {
   double block = 128;
   double head_dim = 128;     ///< the reference head dim `efficiency` holds at
   double softmax = 0;        ///< head-dim term (AttentionKernelSpec); fitted with 2+ head dims
+  double wide_head = 0;      ///< exponent for heads wider than the reference; fitted if any
+  int wide_rows = 0;         ///< rows of heads wider than the reference
   int head_dims = 1;         ///< distinct head dims in the rows
   int rows = 0;
   double mean_error = 0, worst_error = 0;  ///< |model - measured| / measured over the rows

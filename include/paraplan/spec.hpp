@@ -77,8 +77,11 @@ struct AttentionKernelSpec {
   /// scaling) besides its matmul work, which grows with the head dim d. With that work worth
   /// `softmax` head dims, efficiency(d) = e x [d / (d + softmax)] / [head_dim / (head_dim +
   /// softmax)]: e holds at the reference `head_dim`, smaller heads run slower. 0 = no term.
+  /// Wider heads than the reference run at (head_dim / d)^wide_head of e: their tiles shrink
+  /// (shared memory and registers hold d-wide rows). 0 = as the reference.
   double head_dim = 128;
   double forward_softmax = 0, backward_softmax = 0;
+  double forward_wide_head = 0, backward_wide_head = 0;
 };
 
 /// Memory-bound op classes; each reaches its own fraction of the HBM bandwidth.

@@ -482,6 +482,11 @@ std::string hardware_overlay_yaml(const HardwareOverlay& o) {
               << util::fmt("%.4g", g.softmax) << " of them\n";
             y << "      " << pass << "_softmax: " << util::fmt("%.4g", g.softmax) << "\n";
           }
+          if (g.wide_rows > 0) {
+            y << "      # " << pass << ": " << g.wide_rows << " rows of wider heads: (reference / d)^"
+              << util::fmt("%.3g", g.wide_head) << "\n";
+            y << "      " << pass << "_wide_head: " << util::fmt("%.3g", g.wide_head) << "\n";
+          }
         }
       }
     }

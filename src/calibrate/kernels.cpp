@@ -56,6 +56,7 @@ std::vector<AttentionRow> read_attention_rows(const std::string& path, double pe
   calib::CsvTable t = calib::read_csv_table(path, "an attention benchmark");
   const int ck = t.column({"kernel"}), cp = t.column({"pass"}), cc = t.column({"causal"}), cb = t.column({"batch"});
   const int ch = t.column({"heads"}), cd = t.column({"head_dim"}), cs = t.column({"seq", "seq_len"});
+  const int cv = t.column({"v_head_dim"});  // optional: a value head dim of its own (MLA)
   const calib::TimeColumn tc = calib::time_column(t);
   if (ck < 0 || cp < 0 || cc < 0 || cb < 0 || ch < 0 || cd < 0 || cs < 0 || tc.col < 0) {
     t.error(t.header_line, 1, "the header must name kernel, pass, causal, batch, heads, head_dim, seq and time_us (or time_ms / time_s)");
@@ -71,6 +72,11 @@ std::vector<AttentionRow> read_attention_rows(const std::string& path, double pe
                          t.number(row, cd, "head_dim", r.head_dim) & t.number(row, cs, "seq", r.seq) &
                          t.number(row, tc.col, "time", time);
     if (!numbers) continue;
+    r.v_head_dim = r.head_dim;
+    if (cv >= 0 && !t.number(row, cv, "v_head_dim", r.v_head_dim)) continue;
+    if (!(r.v_head_dim >= 1 && r.v_head_dim <= 1e8 && r.v_head_dim == std::floor(r.v_head_dim))) {
+      t.error(row.line, t.at(row, cv), "`v_head_dim` must be a whole number in 1 .. 1e8");
+    }
     if (static_cast<std::size_t>(std::max({ck, cp, cc})) >= row.cells.size()) {
       t.error(row.line, static_cast<int>(row.text.size()) + 1, "missing columns");
       continue;
@@ -101,9 +107,11 @@ std::vector<AttentionRow> read_attention_rows(const std::string& path, double pe
     }
     r.time_s = time * tc.to_seconds;
     if (t.diags.size() > before || !time_in_range(t, row, tc.col, r.time_s)) continue;
-    // FlashAttention's convention (Dao 2023; Shah et al. 2024): 4 b h s^2 d forward, half of
-    // it under a causal mask, 2.5 x that backward (its five GEMMs to the forward's two).
-    r.flops = 4 * r.batch * r.heads * r.seq * r.seq * r.head_dim * (r.causal ? 0.5 : 1.0) * (r.backward ? 2.5 : 1.0);
+    // FlashAttention's convention (Dao 2023; Shah et al. 2024): 4 b h s^2 d forward (2 b h s^2
+    // (d + dv) with a value head dim of its own), half of it under a causal mask, 2.5 x that
+    // backward (its five GEMMs to the forward's two).
+    r.flops = 2 * r.batch * r.heads * r.seq * r.seq * (r.head_dim + r.v_head_dim) * (r.causal ? 0.5 : 1.0) *
+              (r.backward ? 2.5 : 1.0);
     r.efficiency = r.flops / (r.time_s * peak_bf16);
     if (!(r.efficiency <= 1.0)) {
       t.error(row.line, t.at(row, tc.col),
@@ -135,44 +143,56 @@ std::vector<AttentionFit> calibrate_attention(const std::vector<AttentionRow>& r
     best.backward = key.second;
     best.block = block;
     best.rows = static_cast<int>(g.size());
-    // The reference head dim: 128 where the rows have it, else the first row's. With one head
-    // dim only there is no head-dim term to fit.
+    // The reference head dim: 128 where the rows have it, else the first row's; a row's head
+    // dim is the mean of its query-key and value dims (the op graph's). With one head dim
+    // only there is no head-dim term to fit.
+    auto mean_dim = [](const AttentionRow* r) { return (r->head_dim + r->v_head_dim) / 2; };
     std::vector<double> dims;
     for (const AttentionRow* r : g) {
-      if (std::find(dims.begin(), dims.end(), r->head_dim) == dims.end()) dims.push_back(r->head_dim);
+      if (std::find(dims.begin(), dims.end(), mean_dim(r)) == dims.end()) dims.push_back(mean_dim(r));
     }
-    best.head_dim = std::find(dims.begin(), dims.end(), 128.0) != dims.end() ? 128.0 : g.front()->head_dim;
+    best.head_dim = std::find(dims.begin(), dims.end(), 128.0) != dims.end() ? 128.0 : mean_dim(g.front());
     best.head_dims = static_cast<int>(dims.size());
-    const double softmax_max = dims.size() > 1 ? 1024 : 0;
-    auto spec_for = [&](double e, double overhead, double softmax) {
+    // e, the per-tile overhead and the small-head term from the rows at or below the
+    // reference; the wide-head exponent after, from the wider rows with those held.
+    std::vector<const AttentionRow*> base, wide;
+    for (const AttentionRow* r : g) (mean_dim(r) > best.head_dim ? wide : base).push_back(r);
+    best.wide_rows = static_cast<int>(wide.size());
+    bool smaller = false;
+    for (const AttentionRow* r : base) smaller = smaller || mean_dim(r) < best.head_dim;
+    const double softmax_max = smaller ? 1024 : 0;
+    auto spec_for = [&](double e, double overhead, double softmax, double wide_head) {
       AttentionKernelSpec spec;
       spec.forward = spec.backward = e;
       spec.block = block;
       spec.forward_overhead = spec.backward_overhead = overhead;
       spec.head_dim = best.head_dim;
       spec.forward_softmax = spec.backward_softmax = softmax;
+      spec.forward_wide_head = spec.backward_wide_head = wide_head;
       return spec;
     };
+    auto model = [&](const AttentionKernelSpec& spec, const AttentionRow& r) {
+      return cost::attention_efficiency(spec, r.backward, units, r.batch * r.heads, r.seq, r.seq, r.causal, 0,
+                                        mean_dim(&r));
+    };
     double best_cost = -1;
+    std::vector<double> shape(base.size());
     for (double softmax = 0; softmax <= softmax_max; softmax += 4) {
       for (double overhead = 0; overhead <= 4096; overhead += 4) {
         // The model's efficiency with e = 1 (its shape factor), then e in closed form for the
         // least squares of the relative errors: e = sum(x) / sum(x^2), x = shape / measured.
-        const AttentionKernelSpec spec = spec_for(1.0, overhead, softmax);
+        const AttentionKernelSpec spec = spec_for(1.0, overhead, softmax, 0);
         double sx = 0, sxx = 0;
-        std::vector<double> shape(g.size());
-        for (std::size_t i = 0; i < g.size(); ++i) {
-          const AttentionRow& r = *g[i];
-          shape[i] = cost::attention_efficiency(spec, r.backward, units, r.batch * r.heads, r.seq, r.seq, r.causal, 0,
-                                                r.head_dim);
-          const double x = shape[i] / r.efficiency;
+        for (std::size_t i = 0; i < base.size(); ++i) {
+          shape[i] = model(spec, *base[i]);
+          const double x = shape[i] / base[i]->efficiency;
           sx += x;
           sxx += x * x;
         }
         const double e = std::clamp(sx / sxx, 1e-6, 1.0);
         double cost = 0;
-        for (std::size_t i = 0; i < g.size(); ++i) {
-          const double rel = e * shape[i] / g[i]->efficiency - 1;
+        for (std::size_t i = 0; i < base.size(); ++i) {
+          const double rel = e * shape[i] / base[i]->efficiency - 1;
           cost += rel * rel;
         }
         if (best_cost < 0 || cost < best_cost - 1e-15) {
@@ -183,12 +203,25 @@ std::vector<AttentionFit> calibrate_attention(const std::vector<AttentionRow>& r
         }
       }
     }
-    const AttentionKernelSpec spec = spec_for(best.efficiency, best.overhead, best.softmax);
+    if (!wide.empty()) {
+      double wide_cost = -1;
+      for (int step = 0; step <= 200; ++step) {
+        const AttentionKernelSpec spec = spec_for(best.efficiency, best.overhead, best.softmax, 0.01 * step);
+        double cost = 0;
+        for (const AttentionRow* r : wide) {
+          const double rel = model(spec, *r) / r->efficiency - 1;
+          cost += rel * rel;
+        }
+        if (wide_cost < 0 || cost < wide_cost - 1e-15) {
+          wide_cost = cost;
+          best.wide_head = 0.01 * step;
+        }
+      }
+    }
+    const AttentionKernelSpec spec = spec_for(best.efficiency, best.overhead, best.softmax, best.wide_head);
     double sum = 0;
     for (const AttentionRow* r : g) {
-      const double model = cost::attention_efficiency(spec, r->backward, units, r->batch * r->heads, r->seq, r->seq,
-                                                      r->causal, 0, r->head_dim);
-      const double err = std::fabs(model - r->efficiency) / r->efficiency;
+      const double err = std::fabs(model(spec, *r) - r->efficiency) / r->efficiency;
       sum += err;
       best.worst_error = std::max(best.worst_error, err);
     }

@@ -840,6 +840,10 @@ int cmd_calibrate_attention(const CalibrateArgs& a) {
                 << num("%.0f", f.head_dim) << " / (" << num("%.0f", f.head_dim) << " + " << num("%.0f", f.softmax)
                 << ")])\n";
     }
+    if (f.wide_rows > 0) {
+      std::cout << "    " << f.wide_rows << " rows of heads wider than " << num("%.0f", f.head_dim) << ": x ("
+                << num("%.0f", f.head_dim) << " / d)^" << num("%.2f", f.wide_head) << "\n";
+    }
   }
   return write_overlay(a, o);
 }

@@ -140,6 +140,8 @@ std::vector<AttentionKernelSpec> read_attention(const Node& list, Diags& diags) 
     if (auto v = r.number("head_dim", 1, 4096)) k.head_dim = *v;
     if (auto v = r.number("forward_softmax", 0, 4096)) k.forward_softmax = *v;
     if (auto v = r.number("backward_softmax", 0, 4096)) k.backward_softmax = *v;
+    if (auto v = r.number("forward_wide_head", 0, 4)) k.forward_wide_head = *v;
+    if (auto v = r.number("backward_wide_head", 0, 4)) k.backward_wide_head = *v;
     r.finish();
     for (const AttentionKernelSpec& other : out) {
       if (other.name == k.name && !k.name.empty()) {

@@ -37,11 +37,16 @@ double attention_efficiency(const AttentionKernelSpec& k, bool backward, int uni
   double e = backward ? k.backward : k.forward;
   // Per score: matmul work in proportion to the head dim, non-matmul work (`softmax` head
   // dims' worth) not: a head of d runs d / (d + softmax) of the matmul rate, against the
-  // reference head dim the fraction was measured at.
+  // reference head dim the fraction was measured at. Wider heads do not gain by it: the
+  // kernels' tiles shrink as the head grows, by (reference / d)^wide_head (H100, cuDNN 9.19:
+  // heads of 160, MLA's 192 / 128, and 256 run their causal backward at 0.88 and 0.72 of
+  // 128's rate; hardware/calibration/h100-sxm-README.md).
   const double softmax = backward ? k.backward_softmax : k.forward_softmax;
-  if (softmax > 0 && head_dim > 0 && k.head_dim > 0) {
+  if (softmax > 0 && head_dim > 0 && head_dim < k.head_dim) {
     e *= (head_dim / (head_dim + softmax)) / (k.head_dim / (k.head_dim + softmax));
   }
+  const double wide = backward ? k.backward_wide_head : k.forward_wide_head;
+  if (wide > 0 && head_dim > k.head_dim) e *= std::pow(k.head_dim / head_dim, wide);
   const double overhead = backward ? k.backward_overhead : k.forward_overhead;
   if (queries <= 0 || keys <= 0) return e;
   // Tiles run along the queries in the forward pass and along the keys in the backward one;

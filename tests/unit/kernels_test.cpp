@@ -129,9 +129,16 @@ TEST_SUITE("cost.kernels") {
     // the reference head dim, or none given: e itself
     CHECK(cost::attention_efficiency(k, false, 132, 32, 8192, 8192, false, 0, 128) == doctest::Approx(0.6 * shape));
     CHECK(cost::attention_efficiency(k, false, 132, 32, 8192, 8192, false) == doctest::Approx(0.6 * shape));
-    // MLA's query-key 192 and value 128 heads: d = 160, 0.6 x (160 / 220) / (128 / 188) = 0.640909
-    CHECK(cost::attention_efficiency(k, false, 132, 32, 8192, 8192, false, 0, 160) ==
-          doctest::Approx(0.640909 * shape).epsilon(1e-5));
+    // MLA's query-key 192 and value 128 heads: d = 160, wider than the reference: e itself
+    // (the small-head term is no gain: H100's wider heads run no faster)
+    CHECK(cost::attention_efficiency(k, false, 132, 32, 8192, 8192, false, 0, 160) == doctest::Approx(0.6 * shape));
+    // wider than the reference: no gain from the small-head term; the wide-head exponent
+    // costs (128 / d)^x. Without it: e. With backward 0.58 at MLA's 160: 0.8^0.58 = exp(0.58 x ln 0.8) = 0.878605
+    CHECK(cost::attention_efficiency(k, true, 132, 32, 8192, 8192, false, 0, 160) ==
+          doctest::Approx(0.5 * 8192 / 8492.0));
+    k.backward_wide_head = 0.58;
+    CHECK(cost::attention_efficiency(k, true, 132, 32, 8192, 8192, false, 0, 160) ==
+          doctest::Approx(0.5 * 0.878605 * 8192 / 8492.0).epsilon(1e-5));
     // no term: the head dim does not matter
     k.forward_softmax = 0;
     CHECK(cost::attention_efficiency(k, false, 132, 32, 8192, 8192, false, 0, 64) == doctest::Approx(0.6 * shape));
