@@ -23,7 +23,8 @@ docs = [os.path.join(root, "README.md")] + sorted(
 
 PLACEHOLDER = re.compile(r"(\b[A-Z][A-Z0-9_]{1,}\b(?![a-z]))|\[|\||\.\.\.|<")
 SUBCOMMANDS = {"rank", "evaluate", "compare", "validate", "calibrate", "check", "list", "collective", "gemm",
-               "deepep", "profile", "runs", "mamf", "import-hf", "export", "attention", "memory", "launch", "topology"}
+               "deepep", "profile", "runs", "mamf", "import-hf", "export", "attention", "memory", "launch", "topology",
+               "sustained"}
 NEEDS_ARGS = SUBCOMMANDS - {"rank", "validate", "list"}
 WRITES = {"-o", "--into", "--trace"}
 
