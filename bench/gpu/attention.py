@@ -20,9 +20,9 @@ import argparse
 import sys
 
 
-def kernels(torch):
+def kernels(torch, dropout=0.0):
     """(name, fn(q, k, v, causal) -> out) for every kernel this machine has; q, k, v are
-    (batch, seq, heads, head_dim)."""
+    (batch, seq, heads, head_dim); `dropout` on the probabilities (PyTorch's kernels only)."""
     found = []
     try:
         from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -32,7 +32,7 @@ def kernels(torch):
             def run(q, k, v, causal):
                 with sdpa_kernel(backend):
                     return F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
-                                                          is_causal=causal).transpose(1, 2)
+                                                          is_causal=causal, dropout_p=dropout).transpose(1, 2)
             return run
 
         found.append(("fa2", sdpa(SDPBackend.FLASH_ATTENTION)))
@@ -40,6 +40,8 @@ def kernels(torch):
             found.append(("cudnn", sdpa(SDPBackend.CUDNN_ATTENTION)))
     except ImportError:
         pass
+    if dropout > 0:
+        return found
     try:
         import flash_attn_interface  # FlashAttention-3 (hopper/ of the flash-attention repository)
 
@@ -61,6 +63,9 @@ def main():
     ap.add_argument("--hidden", type=int, default=2048, help="heads = hidden / head_dim")
     ap.add_argument("--seqs", default="512,1024,2048,4096,8192,16384")
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--dropout", type=float, default=0.0,
+                    help="dropout on the attention probabilities (Megatron's attention_dropout); the kernel name "
+                         "gets a _dropout suffix")
     args = ap.parse_args()
     import torch
     from timing import mean_us, provenance
@@ -72,7 +77,9 @@ def main():
                      f", {args.tokens} tokens per batch"))
     print("kernel,pass,causal,batch,heads,head_dim,v_head_dim,seq,time_us,tflops")
     h = max(1, args.hidden // d)
-    for name, attend in kernels(torch):
+    for name, attend in kernels(torch, args.dropout):
+        if args.dropout > 0:
+            name += "_dropout"
         for seq in [int(s) for s in args.seqs.split(",")]:
             b = max(1, args.tokens // seq)
             for causal in (True, False):

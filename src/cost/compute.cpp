@@ -21,7 +21,7 @@ GemmCorrection correction_of(const GemmTable* table, const GemmKernelSpec& g, do
 }  // namespace
 
 ComputeModel make_compute_model(const HardwareSpec& hw, Precision precision,
-                                const std::string& attention_kernel) {
+                                const std::string& attention_kernel, bool attention_dropout) {
   const DeviceSpec& d = hw.device;
   auto surface = [&](std::initializer_list<GemmKind> order) {
     for (GemmKind k : order) {
@@ -81,6 +81,16 @@ ComputeModel make_compute_model(const HardwareSpec& hw, Precision precision,
       cm.attention = a;
       cm.has_attention_kernel = true;
       break;
+    }
+  }
+  // Dropout on the probabilities runs inside the flash kernel (a random number per score):
+  // where the hardware times the kernel so (`NAME_dropout`), that entry stands in.
+  if (attention_dropout && cm.has_attention_kernel) {
+    for (const AttentionKernelSpec& a : d.attention) {
+      if (a.name == cm.attention.name + "_dropout") {
+        cm.attention = a;
+        break;
+      }
     }
   }
   return cm;
@@ -211,7 +221,8 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
   out.tokens_per_expert_slowest = tok.per_expert_slowest;
   out.experts_per_rank = tok.experts_per_rank;
   const cost::ComputeModel cm = cost::make_compute_model(plan.hardware, plan.strategy.training.precision,
-                                                         plan.strategy.training.attention_kernel);
+                                                         plan.strategy.training.attention_kernel,
+                                                         plan.model.attention_dropout > 0);
   const double per_graph_kernel = plan.hardware.device.launches_per_kernel;
   for (const model::Layer& layer : model::build_layers(plan.model, plan.strategy, plan.hardware, load)) {
     LayerEstimate le;

@@ -48,9 +48,10 @@ struct ComputeModel {
 /// Builds the model. Without a kernel model, tables missing for a dtype fall back in this
 /// order: grouped FP8 -> FP8 -> grouped BF16 -> BF16 -> constant 0.6. A device without an
 /// FP8 peak runs FP8 GEMMs at its BF16 peak. `attention_kernel` names one of the device's
-/// flash kernels (empty = its first).
+/// flash kernels (empty = its first); with `attention_dropout` the device's `NAME_dropout`
+/// entry of that kernel, where it lists one, times it.
 ComputeModel make_compute_model(const HardwareSpec& hw, Precision precision,
-                                const std::string& attention_kernel = {});
+                                const std::string& attention_kernel = {}, bool attention_dropout = false);
 
 /// The constant used when a device has no BF16 table at all (documented default).
 inline constexpr double kDefaultGemmEfficiency = 0.6;
