@@ -1208,9 +1208,7 @@ int run(int argc, char** argv) {
       "MAMF is the best any shape of the finder's grid reached, so the kernel model must reach it\n"
       "at its own best shape of that grid (tiles, waves, k overhead, HBM roofline) and exceed it\n"
       "nowhere. Example (gemm_mamf_bf16_fp8, H100 SXM FP8 through cuBLAS):\n"
-      "  paraplan calibrate mamf 1402.6 --dtype fp8 -H h100-sxm-ib\n"
-      "  paraplan calibrate sustained hardware/calibration/h100-sxm-gemm-bf16-burst.csv \\\n"
-      "      hardware/calibration/h100-sxm-gemm-bf16-capped.csv -H h100-sxm-ib\n");
+      "  paraplan calibrate mamf 1402.6 --dtype fp8 -H h100-sxm-ib\n");
   // --into and --name: where a calibrate command writes its hardware file.
   auto output_options = [&](CLI::App* sub, const std::string& into_help) {
     sub->add_option("--into", cal.into, into_help)->check(output_path("my-hardware.yaml"));
