@@ -139,6 +139,17 @@ TEST_SUITE("calibrate") {
 
 namespace {
 std::string source(const char* rel) { return (fs::path(PARAPLAN_SOURCE_DIR) / rel).string(); }
+
+// An overlay of h100-sxm-ib holding attention fits, as `calibrate attention --into` writes it.
+HardwareOverlay attention_overlay(const std::vector<AttentionFit>& fits, const std::string& from) {
+  HardwareOverlay o;
+  o.base = "h100-sxm-ib";
+  o.name = "fitted";
+  o.date = "2026-11-26";
+  o.attention = fits;
+  o.attention_source = from;
+  return o;
+}
 }  // namespace
 
 TEST_SUITE("calibrate.bench_gpu") {
@@ -943,13 +954,7 @@ TEST_SUITE("calibrate.kernels") {
     CHECK(wfits[0].softmax == doctest::Approx(60));
     CHECK(wfits[0].efficiency == doctest::Approx(0.66).epsilon(1e-4));
     // The overlay writes the term and its reference once per kernel.
-    HardwareOverlay ov;
-    ov.base = "h100-sxm-ib";
-    ov.name = "t";
-    ov.date = "2026-11-26";
-    ov.attention = fits;
-    ov.attention_source = "attention_dims.csv";
-    const std::string y = hardware_overlay_yaml(ov);
+    const std::string y = hardware_overlay_yaml(attention_overlay(fits, "attention_dims.csv"));
     CHECK(y.find("forward_softmax: 60") != std::string::npos);
     CHECK(y.find("head_dim: 128") != std::string::npos);
   }
@@ -974,13 +979,8 @@ TEST_SUITE("calibrate.kernels") {
     CHECK(fits[0].mean_error < 0.05);
     CHECK(fits[1].mean_error < 0.05);
     // The overlay merges by name: fa3 takes the fitted numbers, cudnn stays the default.
-    HardwareOverlay o;
-    o.base = "h100-sxm-ib";
-    o.name = "fitted";
-    o.date = "2026-11-25";
-    o.attention = fits;
-    o.attention_source = "attention_py_sample.csv";
-    const HardwareSpec hw = parse_hardware(hardware_overlay_yaml(o), "fitted.yaml", "");
+    const HardwareSpec hw =
+        parse_hardware(hardware_overlay_yaml(attention_overlay(fits, "attention_py_sample.csv")), "fitted.yaml", "");
     REQUIRE(hw.device.attention.size() >= 3);
     CHECK(hw.device.attention[0].name == "cudnn");
     const auto fa3 = std::find_if(hw.device.attention.begin(), hw.device.attention.end(),
