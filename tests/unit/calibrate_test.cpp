@@ -491,6 +491,36 @@ TEST_SUITE("calibrate.profile") {
     CHECK(fit.calibration.compute[1][2] > 1.5);
   }
 
+  TEST_CASE("a PyTorch 2.11 trace's kernel names on H100 (cuDNN SDPA, ATen) are all mapped") {
+    // Names as hardware/calibration/h100-sxm-step-trace.json.gz shows them: cuDNN's SDPA
+    // backward helpers count as attention backward (300 + 10 + 10 + 2 x 10 = 340 us, one
+    // pass), ATen's SoftMax, CatArray copy, norm weight gradient and the embedding backward's
+    // radix sort as memory-bound; nothing is left unmatched.
+    const std::string trace = write_temp("h100_names.json", R"js({"traceEvents": [
+      {"name": "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x128_4x1x1_cga1x1", "cat": "kernel", "ph": "X", "ts": 0, "dur": 100},
+      {"name": "cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_26_64x64x128_1x4x1_cga1x1", "cat": "kernel", "ph": "X", "ts": 0, "dur": 300},
+      {"name": "void cudnn::fusion::compute_dot_do_o_specialized<true, 128>(void const*)", "cat": "kernel", "ph": "X", "ts": 0, "dur": 10},
+      {"name": "void cudnn::fusion::convert_dq_to_16bits<true>(void const*, void*)", "cat": "kernel", "ph": "X", "ts": 0, "dur": 10},
+      {"name": "void cudnn::fusion::fmha_reduce_head<true>(void const*, void*)", "cat": "kernel", "ph": "X", "ts": 0, "dur": 10},
+      {"name": "void cudnn::fusion::fmha_reduce_head<true>(void const*, void*)", "cat": "kernel", "ph": "X", "ts": 0, "dur": 10},
+      {"name": "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT", "cat": "kernel", "ph": "X", "ts": 0, "dur": 50},
+      {"name": "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float>()", "cat": "kernel", "ph": "X", "ts": 0, "dur": 5},
+      {"name": "void at::native::(anonymous namespace)::CatArrayBatchedCopy_vectorized<int>()", "cat": "kernel", "ph": "X", "ts": 0, "dur": 5},
+      {"name": "void at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernelTemplate<float>()", "cat": "kernel", "ph": "X", "ts": 0, "dur": 5},
+      {"name": "void at_cuda_detail::cub::detail::radix_sort::DeviceRadixSortOnesweepKernel<int>()", "cat": "kernel", "ph": "X", "ts": 0, "dur": 5}]})js");
+    const Plan plan = load_cases(source("validation/nemo2407-llama3-8b.yaml")).front().plan;  // a dense model on H100
+    const ProfileFit fit = calibrate_profile(read_profile(trace), load_profile_map("nvidia-kernels"), plan, "dense");
+    CHECK(fit.unmatched_rows.empty());
+    bool seen = false;
+    for (const ProfileFitRow& r : fit.rows) {
+      if (r.name == "attention" && r.phase == "backward") {
+        CHECK(r.measured_s == doctest::Approx(340e-6));
+        seen = true;
+      }
+    }
+    CHECK(seen);
+  }
+
   TEST_CASE("a profile that is the model times known factors gives those factors back") {
     // Measured rows built from the model itself: every forward op 2x, every backward op 1.5x
     // (the map's row -> op sums, computed here from estimate_compute / estimate_comm).
