@@ -524,19 +524,18 @@ std::string hardware_overlay_yaml(const HardwareOverlay& o) {
       << "%,\n    # with a fixed " << units::format_time(f.fixed_s) << " per kernel (device.kernel_overhead covers it)\n";
     y << "    peak_fraction: {" << dtypes[static_cast<int>(f.dtype)] << ": "
       << util::fmt("%.4g", g.peak_fraction[static_cast<int>(f.dtype)]) << "}\n";
-  }
-  if (o.gemm_model && !o.kernel_fit.fraction_only) {
-    const GemmModelCalibration& f = o.kernel_fit;
-    const GemmKernelSpec& g = f.kernel;
-    y << "    tiles: [";
-    for (std::size_t i = 0; i < g.tiles.size(); ++i) {
-      y << (i ? ", " : "") << "[" << g.tiles[i].m << ", " << g.tiles[i].n << ", " << util::fmt("%.4g", g.tiles[i].efficiency) << "]";
+    // --fraction-only keeps the base's tiles, k overhead and pass factors: nothing more to write.
+    if (!f.fraction_only) {
+      y << "    tiles: [";
+      for (std::size_t i = 0; i < g.tiles.size(); ++i) {
+        y << (i ? ", " : "") << "[" << g.tiles[i].m << ", " << g.tiles[i].n << ", " << util::fmt("%.4g", g.tiles[i].efficiency) << "]";
+      }
+      y << "]\n";
+      y << "    k_overhead: " << util::fmt("%.4g", g.k_overhead) << "\n    max_split_k: " << g.max_split_k << "\n";
+      if (f.fitted_dgrad) y << "    dgrad: " << util::fmt("%.4g", g.dgrad) << "\n";
+      if (f.fitted_wgrad) y << "    wgrad: " << util::fmt("%.4g", g.wgrad) << "\n";
+      y << "    grouped: " << (g.grouped_loop ? "loop" : "persistent") << "\n";
     }
-    y << "]\n";
-    y << "    k_overhead: " << util::fmt("%.4g", g.k_overhead) << "\n    max_split_k: " << g.max_split_k << "\n";
-    if (f.fitted_dgrad) y << "    dgrad: " << util::fmt("%.4g", g.dgrad) << "\n";
-    if (f.fitted_wgrad) y << "    wgrad: " << util::fmt("%.4g", g.wgrad) << "\n";
-    y << "    grouped: " << (g.grouped_loop ? "loop" : "persistent") << "\n";
   }
   if (o.sustained) {
     const SustainedCalibration& f = o.sustained_fit;

@@ -122,22 +122,26 @@ GemmModelCalibration calibrate_gemm_model(const std::vector<GemmRow>& rows, cons
     Trial t = evaluate(cand, fixed_s, fit);
     if (t.mean < best.mean - 1e-12) best = std::move(t);
   };
-  for (int us = 0; fraction_only && us <= 6; ++us) consider(g, us * 1e-6);
-  for (int round = 0; !fraction_only && round < 2; ++round) {
-    const GemmKernelSpec base = best.mean < 1e300 ? best.kernel : g;
-    for (int us = 0; us <= 6; ++us) {
-      for (int k0 = 0; k0 <= 1024; k0 += 8) {
-        GemmKernelSpec cand = base;
-        cand.k_overhead = k0;
-        consider(cand, us * 1e-6);
+  // --fraction-only: the tiles and k overhead stay; only the fixed time per kernel is searched.
+  if (fraction_only) {
+    for (int us = 0; us <= 6; ++us) consider(g, us * 1e-6);
+  } else {
+    for (int round = 0; round < 2; ++round) {
+      const GemmKernelSpec base = best.mean < 1e300 ? best.kernel : g;
+      for (int us = 0; us <= 6; ++us) {
+        for (int k0 = 0; k0 <= 1024; k0 += 8) {
+          GemmKernelSpec cand = base;
+          cand.k_overhead = k0;
+          consider(cand, us * 1e-6);
+        }
       }
-    }
-    if (best.mean >= 1e300) break;
-    for (std::size_t ti = 1; ti < g.tiles.size(); ++ti) {
-      for (int step = 0; step <= 12; ++step) {
-        GemmKernelSpec cand = best.kernel;
-        cand.tiles[ti].efficiency = 0.7 + 0.025 * step;
-        consider(cand, best.fixed_s);
+      if (best.mean >= 1e300) break;
+      for (std::size_t ti = 1; ti < g.tiles.size(); ++ti) {
+        for (int step = 0; step <= 12; ++step) {
+          GemmKernelSpec cand = best.kernel;
+          cand.tiles[ti].efficiency = 0.7 + 0.025 * step;
+          consider(cand, best.fixed_s);
+        }
       }
     }
   }
