@@ -294,6 +294,13 @@ struct ProfileFitRow {
   std::string what;  ///< the model ops or class it was compared with
 };
 
+/// One op class (or tier and collective) over the whole profile: each row's measured time
+/// is shared out over the classes in it in proportion to the fitted model's times there.
+struct ProfileFitClass {
+  std::string name;  ///< "gemm", "attention", ..., "all_gather on node"
+  double measured_s = 0, before_s = 0, after_s = 0;
+};
+
 /// A profile fitted to the model of a strategy.
 struct ProfileFit {
   CalibrationSpec calibration;                         ///< compute time multipliers
@@ -304,6 +311,7 @@ struct ProfileFit {
   std::vector<Comm> comm;                              ///< communication multipliers by tier and collective
   std::vector<std::string> fitted;                     ///< "gemm forward: 0.81 (3 rows)" ...
   std::vector<ProfileFitRow> rows;
+  std::vector<ProfileFitClass> classes;                ///< by op class, largest measured first
   std::vector<ProfileRow> unmatched_rows;              ///< profile rows no map entry took
   std::vector<std::pair<std::string, double>> unmatched_ops;  ///< model ops (pass) no row took, seconds
   double forward_passes = 1, backward_passes = 1;      ///< layer passes the profile holds

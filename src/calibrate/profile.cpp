@@ -531,7 +531,7 @@ ProfileFit calibrate_profile(const Profile& profile, const ProfileMap& map, cons
   fit.backward_passes = passes[1];
 
   // Least squares on relative residuals, each multiplier pulled weakly towards 1 (it stays
-  // 1 where no row determines it).
+  // 1 where no row determines it) on a log scale.
   std::vector<int> used;
   for (int u = 0; u < unknowns; ++u) {
     if (std::any_of(rows.begin(), rows.end(), [&](const Row& r) { return r.c[static_cast<std::size_t>(u)] > 0; })) used.push_back(u);
@@ -571,11 +571,21 @@ ProfileFit calibrate_profile(const Profile& profile, const ProfileMap& map, cons
       for (Eigen::Index j = 0; j < n; ++j) A(static_cast<Eigen::Index>(i), j) = w * r.c[static_cast<std::size_t>(free_set[static_cast<std::size_t>(j)])];
       b(static_cast<Eigen::Index>(i)) = w * (r.y - held);
     }
-    for (Eigen::Index j = 0; j < n; ++j) {
-      A(static_cast<Eigen::Index>(fitted_rows.size()) + j, j) = std::sqrt(lambda);
-      b(static_cast<Eigen::Index>(fitted_rows.size()) + j) = std::sqrt(lambda);
+    // The pull towards 1 is on ln(multiplier): x2 and x0.5 are equally far from the model
+    // (a pull on multiplier - 1 would hold a x3.5 sixteen times harder than a x0.29 and so
+    // keep a model that is too fast too fast). Gauss-Newton on it: about the current g,
+    // ln f ~ ln g + (f - g) / g.
+    Eigen::VectorXd f = Eigen::VectorXd::Ones(n);
+    for (Eigen::Index j = 0; j < n; ++j) f(j) = factor[static_cast<std::size_t>(free_set[static_cast<std::size_t>(j)])];
+    for (int it = 0; it < 50; ++it) {
+      const Eigen::VectorXd g = f.cwiseMax(lo).cwiseMin(hi);
+      for (Eigen::Index j = 0; j < n; ++j) {
+        A(static_cast<Eigen::Index>(fitted_rows.size()) + j, j) = std::sqrt(lambda) / g(j);
+        b(static_cast<Eigen::Index>(fitted_rows.size()) + j) = std::sqrt(lambda) * (1 - std::log(g(j)));
+      }
+      f = A.colPivHouseholderQr().solve(b);
+      if ((f.cwiseMax(lo).cwiseMin(hi) - g).cwiseAbs().maxCoeff() < 1e-9) break;
     }
-    const Eigen::VectorXd f = A.colPivHouseholderQr().solve(b);
     bool clamped = false;
     std::vector<int> next;
     for (Eigen::Index j = 0; j < n; ++j) {
@@ -598,12 +608,41 @@ ProfileFit calibrate_profile(const Profile& profile, const ProfileMap& map, cons
   }
 
   // Report: rows before and after, the multipliers, the layer as a whole.
+  static const char* const collectives[kCollectiveCount] = {"all_reduce", "all_gather", "reduce_scatter",
+                                                            "all_to_all", "send_recv", "broadcast"};
+  auto class_of = [&](int u) -> std::string {
+    if (u < kComputeUnknowns) return kOpClassNames[u / kCalibrationPasses];
+    const int t = (u - kComputeUnknowns) / kCollectiveCount;
+    return std::string(collectives[(u - kComputeUnknowns) % kCollectiveCount]) + " on " + tiers[static_cast<std::size_t>(t)];
+  };
+  auto class_row = [&](const std::string& name) -> ProfileFitClass& {
+    auto it = std::find_if(fit.classes.begin(), fit.classes.end(), [&](const ProfileFitClass& x) { return x.name == name; });
+    if (it != fit.classes.end()) return *it;
+    fit.classes.push_back({name, 0, 0, 0});
+    return fit.classes.back();
+  };
   double err_before = 0, err_after = 0;
   for (const Row& r : rows) {
     double before = r.fixed, after = r.fixed;
     for (int u = 0; u < unknowns; ++u) {
       before += r.c[static_cast<std::size_t>(u)];
       after += factor[static_cast<std::size_t>(u)] * r.c[static_cast<std::size_t>(u)];
+    }
+    // A row's measured time goes to its classes in proportion to the fitted model there.
+    for (int u = 0; u < unknowns; ++u) {
+      const double c = r.c[static_cast<std::size_t>(u)];
+      if (c <= 0) continue;
+      ProfileFitClass& k = class_row(class_of(u));
+      const double a = factor[static_cast<std::size_t>(u)] * c;
+      k.before_s += c;
+      k.after_s += a;
+      if (after > 0) k.measured_s += r.y * a / after;
+    }
+    if (r.fixed > 0) {
+      ProfileFitClass& k = class_row("other");
+      k.before_s += r.fixed;
+      k.after_s += r.fixed;
+      if (after > 0) k.measured_s += r.y * r.fixed / after;
     }
     fit.rows.push_back({r.name, r.phase, r.y, before, after, r.what});
     if (profile.trace) {
@@ -615,6 +654,8 @@ ProfileFit calibrate_profile(const Profile& profile, const ProfileMap& map, cons
       err_after += std::fabs(after - r.y) / r.y;
     }
   }
+  std::stable_sort(fit.classes.begin(), fit.classes.end(),
+                   [](const ProfileFitClass& a, const ProfileFitClass& b) { return a.measured_s > b.measured_s; });
   fit.mean_error_before = err_before / static_cast<double>(rows.size());
   fit.mean_error_after = err_after / static_cast<double>(rows.size());
   for (const Item& it : items) {
@@ -647,8 +688,6 @@ ProfileFit calibrate_profile(const Profile& profile, const ProfileMap& map, cons
                            (bound ? "  at the bound: the model misses something here" : ""));
     }
   }
-  static const char* const collectives[kCollectiveCount] = {"all_reduce", "all_gather", "reduce_scatter",
-                                                            "all_to_all", "send_recv", "broadcast"};
   for (std::size_t t = 0; t < tiers.size(); ++t) {
     for (int c = 0; c < kCollectiveCount; ++c) {
       const int u = kComputeUnknowns + static_cast<int>(t) * kCollectiveCount + c;

@@ -44,6 +44,17 @@ std::string profile_fit_text(const Profile& profile, const ProfileMap& map, cons
   if (fit.measured_forward_s > 0) line("forward ", fit.measured_forward_s, fit.before_forward_s, fit.after_forward_s);
   if (fit.measured_backward_s > 0) line("backward", fit.measured_backward_s, fit.before_backward_s, fit.after_backward_s);
   if (fit.measured_total_s > 0) line("kernels ", fit.measured_total_s, fit.rows_before_s, fit.rows_after_s);
+  if (!fit.classes.empty()) {
+    out << "\nby op class (each row's measured time shared out as the fitted model splits it):\n";
+    out << pad("class", 28, false) << pad("measured", 12, true) << pad("model", 12, true) << pad("error", 9, true)
+        << pad("fitted", 12, true) << pad("error", 9, true) << "\n";
+    for (const ProfileFitClass& k : fit.classes) {
+      if (k.measured_s <= 0) continue;
+      out << pad(k.name, 28, false) << pad(format_time(k.measured_s), 12, true) << pad(format_time(k.before_s), 12, true)
+          << pad(fmt("%+.1f%%", 100 * (k.before_s / k.measured_s - 1)), 9, true) << pad(format_time(k.after_s), 12, true)
+          << pad(fmt("%+.1f%%", 100 * (k.after_s / k.measured_s - 1)), 9, true) << "\n";
+    }
+  }
   out << "\nfitted time multipliers (1 = the model as derived):\n";
   for (const std::string& f : fit.fitted) out << "  " << f << "\n";
   if (!fit.unmatched_rows.empty()) {

@@ -392,10 +392,20 @@ void add_transformer_layer(const Ctx& c, std::vector<Op>& ops, bool moe, const s
       ops.push_back(bias);
     }
     ops.push_back(unpermute);
+    // The shared experts see every token of the data-parallel rank. With die-level EP they
+    // run at die level, inside the MoE block the dies run as EP ranks, over the device's
+    // whole micro-batch: one die's time for every token (split between the dies as the
+    // device-level ops' rows are, it would take half). The seeds' EP16 profile says so,
+    // though not whether the other die runs the same or waits: the shared expert's 721
+    // GFLOP forward (8192 tokens x 3 GEMMs of 7168 x 2048) take 3.255 ms, 221 TFLOP/s, the
+    // rate of the die's grouped GEMM in the same profile (16 experts x 2048 tokens, 2.886
+    // TFLOP in 13.155 ms: 219 TFLOP/s), where the device's o_proj reaches 663 TFLOP/s; and
+    // the seeds count the shared expert among a die's experts ("256/16 + 1 shared",
+    // SEED_DIGEST.md sec. 1.6). Memory keeps one copy of its weights per device.
     if (e.shared_experts > 0) {
       add_ffn(c, ops, "shared_experts.", Module::SharedExperts, Module::SharedExperts,
               c.tok.per_device,
-              static_cast<double>(e.shared_experts) * e.shared_expert_intermediate / c.t, 1, false);
+              static_cast<double>(e.shared_experts) * e.shared_expert_intermediate / c.t, 1, per_die);
     }
   }
   ops.push_back(residual_add(c));

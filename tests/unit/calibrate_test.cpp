@@ -484,11 +484,12 @@ TEST_SUITE("calibrate.profile") {
     CHECK(wgrad > 0);
     CHECK(fit.mean_error_after < 0.01);
     // gemm and grouped_gemm share the weight-gradient row: their weight_grad multipliers
-    // together make it x2 (pulled weakly towards 1 one by one).
+    // together make it x2 (each pulled weakly towards 1 on a log scale, so both rise, the
+    // one with the larger share of the row further).
     CHECK(fit.calibration.compute[0][0] == doctest::Approx(1.0).epsilon(0.01));
     CHECK(fit.calibration.compute[1][0] == doctest::Approx(1.0).epsilon(0.01));
-    CHECK(fit.calibration.compute[0][2] > 1.5);
-    CHECK(fit.calibration.compute[1][2] > 1.5);
+    CHECK(fit.calibration.compute[0][2] > 1.3);
+    CHECK(fit.calibration.compute[1][2] > 1.3);
   }
 
   TEST_CASE("a PyTorch 2.11 trace's kernel names on H100 (cuDNN SDPA, ATen) are all mapped") {
@@ -556,6 +557,17 @@ TEST_SUITE("calibrate.profile") {
     CHECK(std::fabs(fit.after_forward_s / 84.565e-3 - 1) < 0.05);
     CHECK(std::fabs(fit.after_backward_s / 126.27e-3 - 1) < 0.05);
     CHECK(fit.unmatched_rows.empty());
+    // Issue #17's bar: each op class within 10%. A row's measured time is shared out over
+    // its classes as the fitted model splits the row, so the classes hold the whole profile:
+    // its rows, 84.499 ms forward (the seeds' listed 84.565 less rounding) + 126.27 ms.
+    double shared_out = 0;
+    for (const ProfileFitClass& k : fit.classes) {
+      shared_out += k.measured_s;
+      INFO(k.name);
+      if (k.measured_s > 1e-3) CHECK(std::fabs(k.after_s / k.measured_s - 1) < 0.10);
+    }
+    CHECK(shared_out == doctest::Approx(84.499e-3 + 126.27e-3).epsilon(1e-9));
+    CHECK(fit.classes.size() >= 8);  // grouped GEMM, GEMM, attention, two collectives, memory classes
     // The overlay loads, and the strategy evaluated on it runs the layer in that time.
     const std::string yaml = profile_overlay_yaml(fit, "br166-ubbv2", "br166-cal", "test", "2026-11-24");
     Plan cal = plan;
