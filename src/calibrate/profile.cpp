@@ -480,10 +480,16 @@ ProfileFit calibrate_profile(const Profile& profile, const ProfileMap& map, cons
       ProfileRow r;
     };
     std::vector<Group> groups;
+    // A per-op table names each op once, by hand: a row no map entry knows is a typo or a
+    // gap in the map, and fitting without it would spread its time over the others. (A
+    // trace's unknown kernels are listed instead: a framework launches many.)
+    std::vector<Diagnostic> unknown;
     for (const ProfileRow& r : profile.rows) {
       const ProfileMapEntry* e = entry_for(map, r);
       if (e == nullptr) {
-        fit.unmatched_rows.push_back(r);
+        unknown.push_back(Diagnostic{profile.file, r.line, 1,
+                                     "op `" + r.name + "` (" + r.phase + "): no entry of the map (" + map.file +
+                                         ") matches it; fix the name or give a map that has it (--map)"});
         continue;
       }
       auto g = std::find_if(groups.begin(), groups.end(), [&](const Group& x) { return x.e == e && x.r.phase == r.phase; });
@@ -523,6 +529,7 @@ ProfileFit calibrate_profile(const Profile& profile, const ProfileMap& map, cons
       }
       rows.push_back(row);
     }
+    if (!unknown.empty()) throw ConfigError(std::move(unknown));
   }
   if (rows.empty()) {
     throw ConfigError({Diagnostic{profile.file, 0, 0, "no row of the profile matched the map (" + map.file + ")"}});

@@ -636,6 +636,17 @@ TEST_SUITE("calibrate.profile") {
     dense.strategy.parallel.ep = 1;
     CHECK_THROWS_AS((void)calibrate_profile(read_profile(csv), load_profile_map("br166-seed-profile"), dense, "dense"),
                     ConfigError);
+    // A per-op table with an op the map does not know: an error at its line, not a fit
+    // that spreads its time over the other rows.
+    const std::string unknown = write_temp("pp_unknown.csv", "op,phase,time_ms\nGrouped Gemm,forward,13\nGroupd Gemm,backward,36\n");
+    try {
+      (void)calibrate_profile(read_profile(unknown), load_profile_map("br166-seed-profile"), seed_plan());
+      FAIL("expected a ConfigError");
+    } catch (const ConfigError& e) {
+      REQUIRE(e.diagnostics().size() == 1);
+      CHECK(e.diagnostics()[0].line == 3);
+      CHECK(e.diagnostics()[0].message.find("Groupd Gemm") != std::string::npos);
+    }
     // Nothing matches: an error, not an empty fit.
     const std::string none = write_temp("pp_none.csv", "op,phase,time_ms\nfoo,forward,1\n");
     CHECK_THROWS_AS((void)calibrate_profile(read_profile(none), load_profile_map("br166-seed-profile"), seed_plan()),
