@@ -106,6 +106,14 @@ std::string profile_overlay_yaml(const ProfileFit& fit, const std::string& base,
     << "% before the fit, " << util::fmt("%.1f", 100 * fit.mean_error_after) << "% after.\n";
   y << "# Time multipliers of the model, fitted to the measured profile (not derived from physics):\n";
   for (const std::string& f : fit.fitted) y << "#   " << f << "\n";
+  if (!fit.classes.empty()) {
+    y << "# By op class, measured (each row's time shared out as the fitted model splits it) -> fitted:\n";
+    for (const ProfileFitClass& k : fit.classes) {
+      if (k.measured_s <= 0) continue;
+      y << "#   " << k.name << ": " << units::format_time(k.measured_s) << " -> " << units::format_time(k.after_s) << " ("
+        << util::fmt("%+.1f%%", 100 * (k.after_s / k.measured_s - 1)) << ")\n";
+    }
+  }
   y << "extends: " << base << "\nname: " << name << "\n";
   y << "description: " << base << " calibrated to a measured profile (" << date << ")\n";
   y << "sources:\n  - \"" << command << " (" << date << ")\"\n";
