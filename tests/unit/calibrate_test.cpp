@@ -567,6 +567,17 @@ TEST_SUITE("calibrate.profile") {
       if (k.measured_s > 1e-3) CHECK(std::fabs(k.after_s / k.measured_s - 1) < 0.10);
     }
     CHECK(shared_out == doctest::Approx(84.499e-3 + 126.27e-3).epsilon(1e-9));
+    // Before any fit: the shared expert under die-level EP runs on one die over the card's
+    // 8192 tokens. Its forward, 721 GFLOP, took 3.255 ms in the profile (221 TFLOP/s, the
+    // die's grouped GEMM rate there); split over the two dies it would be modelled at about
+    // half that (-54%, as it was).
+    bool seen_shared = false;
+    for (const ProfileFitRow& r : fit.rows) {
+      if (r.name != "shared_expert fwd") continue;
+      seen_shared = true;
+      CHECK(std::fabs(r.before_s / 3.255e-3 - 1) < 0.15);
+    }
+    CHECK(seen_shared);
     CHECK(fit.classes.size() >= 8);  // grouped GEMM, GEMM, attention, two collectives, memory classes
     // The overlay loads, and the strategy evaluated on it runs the layer in that time.
     const std::string yaml = profile_overlay_yaml(fit, "br166-ubbv2", "br166-cal", "test", "2026-11-24");
