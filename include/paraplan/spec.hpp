@@ -137,18 +137,21 @@ enum class Engine { Dma, Compute };
 enum class Collective { AllReduce, AllGather, ReduceScatter, AllToAll, SendRecv, Broadcast };
 inline constexpr int kCollectiveCount = 6;
 
+/// Message size -> fraction of the tier bandwidth reached (measured curve).
+struct SizePoint {
+  double bytes = 0;
+  double efficiency = 0;  ///< in (0, 1]
+};
+
 /// A measured bus bandwidth for one collective on one tier (nccl-tests busbw convention).
 struct CollectiveOverride {
   double bus_bw_bytes_per_s = 0;  ///< busbw per rank (or algbw when `algbw` is set)
   bool algbw = false;             ///< the figure is algbw = size / time (the seeds' convention)
   Engine engine = Engine::Dma;    ///< engine the measured implementation runs on
   double compute_share = 1.0;     ///< fraction of compute it occupies (engine compute only)
-};
-
-/// Message size -> fraction of the tier bandwidth reached (measured curve).
-struct SizePoint {
-  double bytes = 0;
-  double efficiency = 0;  ///< in (0, 1]
+  /// This collective's own message-size curve (fractions of `bus_bw_bytes_per_s`); empty:
+  /// the tier's `size_efficiency`.
+  std::vector<SizePoint> size_efficiency;
 };
 
 /// One switch level of the cluster fabric: groups of up to `nodes` nodes meet under one
@@ -514,6 +517,9 @@ struct MoeExec {
 /// Which communication overlaps with compute.
 struct Overlap {
   bool ep = true, dp = true, tp = false, pp = true;
+  /// CP: the ring's exchanges run beside the attention steps (false: each is waited on
+  /// where it is issued, as torch's ring attention under torch.compile runs them).
+  bool cp = true;
 };
 
 /// One training configuration. `hardware` and `model` are what the file said (a built-in

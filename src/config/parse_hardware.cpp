@@ -224,9 +224,26 @@ DeviceSpec read_device(MapReader& root, Diags& diags) {
   return d;
 }
 
+// `[size, fraction]` rows with sizes that increase.
+void read_size_curve(MapReader& r, Diags& diags, std::vector<SizePoint>& out) {
+  ScalarReader s(diags);
+  const std::string se = r.dotted("size_efficiency");
+  read_rows(r.get("size_efficiency"), se, 2, "[size, fraction]", diags, [&](const Node& row) {
+    auto bytes = s.quantity(row.items[0], se + " size", Quantity::Size, false);
+    auto eff = s.fraction(row.items[1], se + " fraction");
+    if (!bytes || !eff) return;
+    if (!out.empty() && *bytes <= out.back().bytes) {
+      diags.error(row.items[0].loc, "`" + se + "` sizes must increase from row to row");
+      return;
+    }
+    out.push_back(SizePoint{*bytes, *eff});
+  });
+}
+
 CollectiveOverride read_override(const Node& node, const std::string& path, Diags& diags) {
   CollectiveOverride o;
   MapReader r(&node, diags, path);
+  read_size_curve(r, diags, o.size_efficiency);
   if (auto v = r.quantity("bandwidth", Quantity::Rate, Need::Required)) o.bus_bw_bytes_per_s = *v;
   if (auto v = r.enumeration("engine", kEngineNames)) o.engine = *v;
   if (auto v = r.enumeration("convention", kConventionNames)) o.algbw = *v;
@@ -265,18 +282,7 @@ TierSpec read_tier(const Node& node, const std::string& path, Diags& diags) {
     }
   }
   if (auto v = r.boolean("rails")) t.rails = *v;
-  ScalarReader s(diags);
-  const std::string se = r.dotted("size_efficiency");
-  read_rows(r.get("size_efficiency"), se, 2, "[size, fraction]", diags, [&](const Node& row) {
-    auto bytes = s.quantity(row.items[0], se + " size", Quantity::Size, false);
-    auto eff = s.fraction(row.items[1], se + " fraction");
-    if (!bytes || !eff) return;
-    if (!t.size_efficiency.empty() && *bytes <= t.size_efficiency.back().bytes) {
-      diags.error(row.items[0].loc, "`" + se + "` sizes must increase from row to row");
-      return;
-    }
-    t.size_efficiency.push_back(SizePoint{*bytes, *eff});
-  });
+  read_size_curve(r, diags, t.size_efficiency);
   if (const Node* levels = r.get("levels")) {
     if (!levels->is_seq() || levels->items.empty()) {
       diags.error(levels->loc, "`" + r.dotted("levels") + "` must be a list of switch levels {name, nodes, latency, oversubscription}");

@@ -72,23 +72,24 @@ LevelView level_view(const TierSpec& t, int nodes) {
   return {1.0 / t.levels.back().oversubscription, t.levels.back().latency_s};
 }
 
+double size_fraction(const std::vector<SizePoint>& se, double bytes) {
+  if (se.empty() || bytes <= 0) return 1.0;
+  if (bytes <= se.front().bytes) return se.front().efficiency;
+  if (bytes >= se.back().bytes) return se.back().efficiency;
+  std::size_t hi = 1;
+  while (se[hi].bytes < bytes) ++hi;
+  const SizePoint& a = se[hi - 1];
+  const SizePoint& b = se[hi];
+  const double w = std::log2(bytes / a.bytes) / std::log2(b.bytes / a.bytes);
+  return a.efficiency + w * (b.efficiency - a.efficiency);
+}
+
 double tier_bandwidth(const TierSpec& t, double bytes) {
-  const auto& se = t.size_efficiency;
-  if (se.empty() || bytes <= 0) return t.bw_bytes_per_s;
-  double eff;
-  if (bytes <= se.front().bytes) {
-    eff = se.front().efficiency;
-  } else if (bytes >= se.back().bytes) {
-    eff = se.back().efficiency;
-  } else {
-    std::size_t hi = 1;
-    while (se[hi].bytes < bytes) ++hi;
-    const SizePoint& a = se[hi - 1];
-    const SizePoint& b = se[hi];
-    double w = std::log2(bytes / a.bytes) / std::log2(b.bytes / a.bytes);
-    eff = a.efficiency + w * (b.efficiency - a.efficiency);
-  }
-  return t.bw_bytes_per_s * eff;
+  return t.bw_bytes_per_s * size_fraction(t.size_efficiency, bytes);
+}
+
+double override_bandwidth(const CollectiveOverride& o, const TierSpec& t, double bytes) {
+  return o.bus_bw_bytes_per_s * size_fraction(o.size_efficiency.empty() ? t.size_efficiency : o.size_efficiency, bytes);
 }
 
 namespace {
@@ -117,6 +118,7 @@ struct Crossing {
   double busy = 0;      // fraction of compute its transfers occupy (compute-engine tiers/figures)
   double bw_factor = 1;  // the fabric level's share of the tier bandwidth (oversubscription)
   double latency = 0;    // the tier's, or the fabric level's the group reaches
+  const std::vector<SizePoint>* fixed_curve = nullptr;  // fixed_bw's size curve (the tier's when null)
 };
 
 // The tiers a group crosses. When an inner tier has a measured figure for `op`, the
@@ -149,6 +151,7 @@ std::vector<Crossing> crossings(const HardwareSpec& hw, const GroupSpan& g, Coll
     merged.inner = 1;
     merged.sharers = 1;
     merged.fixed_bw = o->algbw ? o->bus_bw_bytes_per_s * bus_factor(op, m) : o->bus_bw_bytes_per_s;
+    if (!o->size_efficiency.empty()) merged.fixed_curve = &o->size_efficiency;
     merged.busy = o->engine == Engine::Compute ? o->compute_share : dma_compute_share(hw);
     std::vector<Crossing> rest(out.begin() + static_cast<std::ptrdiff_t>(i), out.end());
     out = {merged};
@@ -162,7 +165,7 @@ std::vector<Crossing> crossings(const HardwareSpec& hw, const GroupSpan& g, Coll
 // the dies of a device share its links to the tiers above the die tier (the size
 // efficiency is that of the device's combined message).
 double crossing_bw(const Crossing& c, double bytes) {
-  if (c.fixed_bw > 0) return c.fixed_bw * tier_bandwidth(*c.tier, bytes) / c.tier->bw_bytes_per_s;
+  if (c.fixed_bw > 0) return c.fixed_bw * size_fraction(c.fixed_curve ? *c.fixed_curve : c.tier->size_efficiency, bytes);
   double bw = c.bw_factor * tier_bandwidth(*c.tier, bytes * c.sharers) / c.sharers;
   return c.tier->topology == Topology::FullMesh ? bw * (c.fanout - 1) : bw;
 }
@@ -273,7 +276,7 @@ CollectiveCost collective(const HardwareSpec& hw, Collective op, double bytes, c
   // A measured figure for this op on the group's outermost tier replaces the model.
   const TierSpec& outer = *xs.back().tier;
   if (const auto& o = outer.collective(op); o && fixed == nullptr) {
-    double bw = xs.back().bw_factor * o->bus_bw_bytes_per_s * tier_bandwidth(outer, bytes) / outer.bw_bytes_per_s;
+    double bw = xs.back().bw_factor * override_bandwidth(*o, outer, bytes);
     double volume = o->algbw ? bytes : bus_factor(op, G) * bytes;
     best.algorithm = Algorithm::Direct;
     best.time_s = volume / bw * outer.calibration[static_cast<std::size_t>(op)] + xs.back().latency;

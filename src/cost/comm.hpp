@@ -95,6 +95,12 @@ LevelView level_view(const TierSpec& t, int nodes);
 
 /// Effective per-rank bandwidth of tier `t` at a message of `bytes` (size efficiency).
 double tier_bandwidth(const TierSpec& t, double bytes);
+/// Fraction of the peak a message of `bytes` reaches on a size curve (1 when it is empty;
+/// log-linear between points, flat beyond the ends).
+double size_fraction(const std::vector<SizePoint>& se, double bytes);
+/// A measured collective's rate for a message of `bytes`: its figure on its own size curve,
+/// or on the tier's.
+double override_bandwidth(const CollectiveOverride& o, const TierSpec& t, double bytes);
 
 /// A layer's attention kernel time on one rank, per pass (what hides a CP exchange).
 struct AttentionTimes {

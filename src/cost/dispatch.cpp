@@ -42,8 +42,7 @@ Stage inter_stage(const HardwareSpec& hw, const EpLayout& ep, std::string name, 
   const double sharers = ep.dies ? hw.device.dies : 1;
   const TierSpec& cluster = cluster_tier(hw);
   const auto& measured = cluster.collective(Collective::AllToAll);
-  const double nic = measured ? measured->bus_bw_bytes_per_s * tier_bandwidth(cluster, bytes * sharers) /
-                                    cluster.bw_bytes_per_s
+  const double nic = measured ? override_bandwidth(*measured, cluster, bytes * sharers)
                               : tier_bandwidth(cluster, bytes * sharers);
   const LevelView level = level_view(cluster, ep.nodes);
   st.bw = (nic * level.bw_factor + paired_bandwidth(hw, ep.nodes, &st.link)) / sharers;

@@ -185,6 +185,29 @@ TEST_SUITE("config.extends") {
                     ConfigError);
   }
 
+  TEST_CASE("a measured collective may carry its own message-size curve") {
+    const std::string overlay =
+        "extends: h100-sxm-ib\nname: x\nnetwork:\n  tiers:\n    - name: node\n      collectives:\n"
+        "        all_to_all: {bandwidth: 300 GB/s, size_efficiency: [[1 MiB, 0.1], [1 GiB, 0.9]]}\n";
+    const HardwareSpec hw = parse_hardware(overlay, "x.yaml");
+    const auto& a2a = hw.tiers[0].collective(Collective::AllToAll);
+    REQUIRE(a2a.has_value());
+    REQUIRE(a2a->size_efficiency.size() == 2);
+    CHECK(a2a->size_efficiency[1].bytes == 1073741824.0);
+    CHECK(a2a->size_efficiency[1].efficiency == 0.9);
+    // sizes must increase, at the row that breaks it
+    try {
+      (void)parse_hardware("extends: h100-sxm-ib\nname: x\nnetwork:\n  tiers:\n    - name: node\n      collectives:\n"
+                           "        all_to_all: {bandwidth: 300 GB/s, size_efficiency: [[1 GiB, 0.9], [1 MiB, 0.1]]}\n",
+                           "x.yaml");
+      FAIL("expected a ConfigError");
+    } catch (const ConfigError& e) {
+      REQUIRE(e.diagnostics().size() == 1);
+      CHECK(e.diagnostics()[0].line == 7);
+      CHECK(e.diagnostics()[0].message.find("must increase") != std::string::npos);
+    }
+  }
+
   TEST_CASE("references resolve against the including file's folder, not the working directory") {
     auto cwd = fs::current_path();
     fs::current_path(fs::temp_directory_path());
