@@ -261,6 +261,7 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
     if (auto v = o.boolean("dp")) sp.overlap.dp = *v;
     if (auto v = o.boolean("tp")) sp.overlap.tp = *v;
     if (auto v = o.boolean("pp")) sp.overlap.pp = *v;
+    if (auto v = o.boolean("cp")) sp.overlap.cp = *v;
     o.finish();
   }
   // `auto` is a value here, not "every value": read it as a plain enumeration.

@@ -287,6 +287,13 @@ CpExposed cp_exposed(const Strategy& s, const std::vector<CommOpEstimate>& ops, 
       (fwd ? other_f : other_b) += op.time_s;  // TE's gradient reduce-scatter; Ulysses' all-to-alls
     }
   }
+  if (!s.overlap.cp) {
+    // Each exchange waited on where it is issued: all of it adds to the attention.
+    e.forward_s = kv_f + other_f;
+    e.backward_s = kv_b + grad + other_b;
+    if (attn.recomputed) e.backward_s += e.forward_s;
+    return e;
+  }
   switch (s.training.cp_comm) {
     case CpComm::P2p: {
       const double hop_f = kv_f / (cp - 1), hop_b = kv_b / (cp - 1), hop_g = grad / grad_steps;
