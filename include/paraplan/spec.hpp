@@ -175,6 +175,10 @@ struct TierSpec {
   double service_cv = 0;               ///< coefficient of variation of link service time
   std::vector<SizePoint> size_efficiency;  ///< increasing sizes; empty = always 1
   std::array<std::optional<CollectiveOverride>, kCollectiveCount> collectives;  ///< per Collective
+  /// DeepEP's measured rate on this tier (bytes a rank moves / time; `dispatch: deepep`).
+  /// Apart from `collectives.all_to_all`, the collective library's (NCCL's) all-to-all, which
+  /// the `alltoall` dispatcher runs: the two are different kernels at different rates.
+  std::optional<CollectiveOverride> deepep;
   std::vector<FabricLevel> levels;  ///< the cluster tier's switch levels, increasing `nodes`; empty = flat
   /// `topology: pairs`: a device's direct partner in the paired sub-unit is its index within
   /// this tier's unit XOR this mask (UBBv2's BLink mate1 = g ^ 5); 0 = the same position in

@@ -583,11 +583,11 @@ std::string hardware_overlay_yaml(const HardwareOverlay& o) {
       auto entry = [&](const std::string& tier, double dispatch, double combine, const char* what) {
         if (dispatch <= 0 && combine <= 0) return;
         const double bw = dispatch > 0 && combine > 0 ? std::min(dispatch, combine) : std::max(dispatch, combine);
-        y << "    - name: " << tier << "\n      collectives:\n";
-        y << "        # " << o.deepep_source << ": DeepEP " << what << " bottleneck bandwidth, dispatch "
+        y << "    - name: " << tier << "\n";
+        y << "      # " << o.deepep_source << ": DeepEP " << what << " bottleneck bandwidth, dispatch "
           << util::fmt("%.4g", dispatch / 1e9) << " / combine " << util::fmt("%.4g", combine / 1e9)
           << " GB/s (the lower one); SM-driven, so engine compute\n";
-        y << "        all_to_all: {bandwidth: " << util::fmt("%.4g", bw / 1e9) << " GB/s, engine: compute}\n";
+        y << "      deepep: {bandwidth: " << util::fmt("%.4g", bw / 1e9) << " GB/s, engine: compute}\n";
       };
       entry(o.cluster_tier, d.dispatch_rdma, d.combine_rdma, "RDMA");
       entry(o.node_tier, d.dispatch_nvl, d.combine_nvl, "NVLink");

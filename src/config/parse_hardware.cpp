@@ -283,6 +283,7 @@ TierSpec read_tier(const Node& node, const std::string& path, Diags& diags) {
   }
   if (auto v = r.boolean("rails")) t.rails = *v;
   read_size_curve(r, diags, t.size_efficiency);
+  if (const Node* d = r.get("deepep")) t.deepep = read_override(*d, r.dotted("deepep"), diags);
   if (const Node* levels = r.get("levels")) {
     if (!levels->is_seq() || levels->items.empty()) {
       diags.error(levels->loc, "`" + r.dotted("levels") + "` must be a list of switch levels {name, nodes, latency, oversubscription}");

@@ -28,20 +28,29 @@ double paired_bandwidth(const HardwareSpec& hw, int nodes, std::string* name) {
   return extra;
 }
 
+// Which library moves a stage's bytes: the collective library (NCCL, SUCCL) or DeepEP.
+enum class Library { Collectives, DeepEp };
+
+// The tier's measured figure for a stage of `library` doing `op`: DeepEP's own (`deepep`),
+// or the collective library's for that op.
+const std::optional<CollectiveOverride>& measured_figure(const TierSpec& t, Library library, Collective op) {
+  return library == Library::DeepEp ? t.deepep : t.collective(op);
+}
+
 Stage inter_stage(const HardwareSpec& hw, const EpLayout& ep, std::string name, double bytes,
-                  Collective op = Collective::AllToAll) {
+                  Collective op = Collective::AllToAll, Library library = Library::Collectives) {
   Stage st;
   st.name = std::move(name);
   st.op = op;
   st.link = cluster_tier(hw).name;
   st.bytes = bytes;
   if (bytes <= 0) return st;
-  // The dies of a device share its NIC (and its extra links). A measured all-to-all figure
-  // of the cluster tier (DeepEP's RDMA bottleneck bandwidth, `paraplan calibrate deepep`) is
-  // the rate of these bytes; otherwise the NIC at its size efficiency.
+  // The dies of a device share its NIC (and its extra links). A measured figure of the
+  // cluster tier (DeepEP's RDMA bottleneck bandwidth, `paraplan calibrate deepep`; NCCL's
+  // all-to-all) is the rate of these bytes; otherwise the NIC at its size efficiency.
   const double sharers = ep.dies ? hw.device.dies : 1;
   const TierSpec& cluster = cluster_tier(hw);
-  const auto& measured = cluster.collective(Collective::AllToAll);
+  const auto& measured = measured_figure(cluster, library, op);
   const double nic = measured ? override_bandwidth(*measured, cluster, bytes * sharers)
                               : tier_bandwidth(cluster, bytes * sharers);
   const LevelView level = level_view(cluster, ep.nodes);
@@ -69,7 +78,8 @@ Stage from_collective(std::string name, const CollectiveCost& c, const HardwareS
 }
 
 // Moving `bytes` per rank to other EP ranks of the own node (all-to-all pattern).
-Stage intra_stage(const HardwareSpec& hw, const EpLayout& ep, std::string name, double bytes) {
+Stage intra_stage(const HardwareSpec& hw, const EpLayout& ep, std::string name, double bytes,
+                  Library library = Library::Collectives) {
   if (bytes <= 0 || ep.ranks_per_node <= 1) {
     Stage st;
     st.name = std::move(name);
@@ -80,8 +90,27 @@ Stage intra_stage(const HardwareSpec& hw, const EpLayout& ep, std::string name, 
   const int g = ep.ranks_per_node;
   GroupSpan node = place(hw, g, 1, ep.dies);
   // An all-to-all of size S moves (g - 1) / g x S; choose S so that it moves `bytes`.
-  CollectiveCost c = collective(hw, Collective::AllToAll, bytes * g / (g - 1), node);
-  return from_collective(std::move(name), c, hw);
+  const double S = bytes * g / (g - 1);
+  if (library == Library::DeepEp) {
+    // DeepEP's kernels at their own measured rate where the tier has one, else the links'
+    // (the collective library's figure is another kernel's).
+    const TierSpec& t = hw.tiers[static_cast<std::size_t>(node.tier[static_cast<std::size_t>(node.outer())])];
+    if (const auto& d = t.deepep) {
+      Stage st;
+      st.name = std::move(name);
+      st.op = Collective::AllToAll;
+      st.link = t.name;
+      st.bytes = bytes;
+      st.bw = override_bandwidth(*d, t, S);
+      st.time_s = bytes / st.bw * t.calibration[static_cast<std::size_t>(Collective::AllToAll)] + t.latency_s;
+      st.engine = d->engine;
+      st.compute_share = d->engine == Engine::Compute ? d->compute_share : dma_compute_share(hw);
+      return st;
+    }
+    const Algorithm direct = Algorithm::Direct;
+    return from_collective(std::move(name), collective(hw, Collective::AllToAll, S, node, &direct), hw);
+  }
+  return from_collective(std::move(name), collective(hw, Collective::AllToAll, S, node), hw);
 }
 
 Stage gather_stage(const HardwareSpec& hw, const EpLayout& ep, std::string name, Collective op,
@@ -266,8 +295,9 @@ ExchangeCost exchange(const HardwareSpec& hw, const EpLayout& ep, Dispatch schem
       // the node to every rank that needs the token, unless the same-index rank is the one.
       const double forwards = r.remote_ranks_same_node + r.remote_ranks_other_nodes -
                               (ep.nodes - 1) * r.p_rank;
-      x.stages.push_back(inter_stage(hw, ep, "rdma_to_same_index_rank", L * B * r.remote_nodes));
-      x.stages.push_back(intra_stage(hw, ep, "intra_node_forward", L * B * forwards));
+      x.stages.push_back(inter_stage(hw, ep, "rdma_to_same_index_rank", L * B * r.remote_nodes,
+                                     Collective::AllToAll, Library::DeepEp));
+      x.stages.push_back(intra_stage(hw, ep, "intra_node_forward", L * B * forwards, Library::DeepEp));
       x.overlap = StageOverlap::Pipelined;
       break;
     }

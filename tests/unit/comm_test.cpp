@@ -338,6 +338,26 @@ TEST_SUITE("cost.dispatch") {
     CHECK(a2a2.stages[1].bytes == doctest::Approx(4096.0 * 14336 * 8 * 15 / 32).epsilon(1e-9));
   }
 
+  TEST_CASE("NCCL's all-to-all and DeepEP move inter-node bytes at their own rates") {
+    // deepseek-v3-h800 (EP64 over 8 nodes): DeepEP's measured RDMA figure (h800-ib `deepep`,
+    // 50 GB/s, deepep_v1_normal_kernels_h800) and NVLink figure (153 GB/s) time its stages.
+    Plan plan = load_plan("deepseek-v3-h800");
+    auto tok = model::tokens_of(plan.model, plan.strategy, plan.hardware, 1.0);
+    EpLayout ep = ep_layout(plan.hardware, plan.model, plan.strategy, tok.per_rank_moe);
+    REQUIRE(ep.nodes > 2);
+    ExchangeCost deepep = exchange(plan.hardware, ep, Dispatch::DeepEp, false);
+    REQUIRE(deepep.stages.size() == 2);
+    CHECK(deepep.stages[0].bw == doctest::Approx(50e9));
+    CHECK(deepep.stages[1].bw == doctest::Approx(153e9));
+    // The same layout on h100-sxm-ib, which has NCCL's all-to-all on its cluster tier (37 GB/s
+    // per GPU from three nodes up, NVIDIA/nccl#1316) and no DeepEP figure: the alltoall
+    // dispatcher's inter-node bytes go at NCCL's rate, DeepEP's at the NIC's 50 GB/s.
+    plan.hardware = load_hardware("h100-sxm-ib");
+    ep = ep_layout(plan.hardware, plan.model, plan.strategy, tok.per_rank_moe);
+    CHECK(exchange(plan.hardware, ep, Dispatch::AllToAll, false).stages[0].bw == doctest::Approx(37e9));
+    CHECK(exchange(plan.hardware, ep, Dispatch::DeepEp, false).stages[0].bw == doctest::Approx(50e9));
+  }
+
   TEST_CASE("two-node EP32 send/recv + allgather (scheme A): volumes per card and the 2-stage rule") {
     const Plan plan = load_plan("br166-ep32-32n-mb2");  // TP1 DP16 PP16 EP32 mb2
     const auto tok = model::tokens_of(plan.model, plan.strategy, plan.hardware, 1.0);
