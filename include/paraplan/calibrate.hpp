@@ -298,7 +298,9 @@ struct ProfileFitRow {
 /// is shared out over the classes in it in proportion to the fitted model's times there.
 struct ProfileFitClass {
   std::string name;  ///< "gemm", "attention", ..., "all_gather on node"
-  double measured_s = 0, before_s = 0, after_s = 0;
+  double measured_s = 0;  ///< the rows' measured time shared out to this class
+  double before_s = 0;    ///< the model's time for it, as derived
+  double after_s = 0;     ///< the same with the fitted multipliers
 };
 
 /// A profile fitted to the model of a strategy.
@@ -312,7 +314,7 @@ struct ProfileFit {
   std::vector<std::string> fitted;                     ///< "gemm forward: 0.81 (3 rows)" ...
   std::vector<ProfileFitRow> rows;
   std::vector<ProfileFitClass> classes;                ///< by op class, largest measured first
-  std::vector<ProfileRow> unmatched_rows;              ///< profile rows no map entry took
+  std::vector<ProfileRow> unmatched_rows;              ///< a trace's kernels no map entry took (a CSV's are errors)
   std::vector<std::pair<std::string, double>> unmatched_ops;  ///< model ops (pass) no row took, seconds
   double forward_passes = 1, backward_passes = 1;      ///< layer passes the profile holds
   double measured_forward_s = 0, measured_backward_s = 0;  ///< CSV: the layer's rows by pass
@@ -418,7 +420,7 @@ struct HardwareOverlay {
   GemmModelCalibration kernel_fit;
   std::string gemm_command;  ///< the command line that produced the fit (recorded beside it)
   bool write_units = false;  ///< also write device.compute_units (the base has none)
-  DeepEpCalibration deepep;  ///< cluster all_to_all = dispatch RDMA, node all_to_all = NVL
+  DeepEpCalibration deepep;  ///< cluster tier's `deepep` = RDMA, node tier's = NVLink (the lower of dispatch, combine)
   std::string deepep_source;
   std::string node_tier, cluster_tier;  ///< tier names for the DeepEP figures
   /// device.attention entries (merged by name with the base's), with their source

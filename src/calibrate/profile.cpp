@@ -579,7 +579,7 @@ ProfileFit calibrate_profile(const Profile& profile, const ProfileMap& map, cons
       b(static_cast<Eigen::Index>(i)) = w * (r.y - held);
     }
     // The pull towards 1 is on ln(multiplier): x2 and x0.5 are equally far from the model
-    // (a pull on multiplier - 1 would hold a x3.5 sixteen times harder than a x0.29 and so
+    // (a pull on multiplier - 1 would hold a x4 sixteen times harder than a x0.25 and so
     // keep a model that is too fast too fast). Gauss-Newton on it: about the current g,
     // ln f ~ ln g + (f - g) / g.
     Eigen::VectorXd f = Eigen::VectorXd::Ones(n);

@@ -96,13 +96,17 @@ Stage intra_stage(const HardwareSpec& hw, const EpLayout& ep, std::string name, 
     // (the collective library's figure is another kernel's).
     const TierSpec& t = hw.tiers[static_cast<std::size_t>(node.tier[static_cast<std::size_t>(node.outer())])];
     if (const auto& d = t.deepep) {
+      // As a measured all-to-all figure is read (cost::collective): a busbw moves the bytes,
+      // an algbw the buffer of size S.
       Stage st;
       st.name = std::move(name);
       st.op = Collective::AllToAll;
       st.link = t.name;
       st.bytes = bytes;
-      st.bw = override_bandwidth(*d, t, S);
-      st.time_s = bytes / st.bw * t.calibration[static_cast<std::size_t>(Collective::AllToAll)] + t.latency_s;
+      const double volume = d->algbw ? S : bytes;
+      st.time_s = volume / override_bandwidth(*d, t, S) * t.calibration[static_cast<std::size_t>(Collective::AllToAll)] +
+                  t.latency_s;
+      st.bw = bytes / st.time_s;
       st.engine = d->engine;
       st.compute_share = d->engine == Engine::Compute ? d->compute_share : dma_compute_share(hw);
       return st;
@@ -161,7 +165,8 @@ std::vector<Stage> two_stage(const HardwareSpec& hw, const EpLayout& ep, Dispatc
     // of the local and the received tokens to the ranks of this node that need them.
     stages.push_back(inter_stage(hw, ep, "send_recv_same_index", T * B * (ep.nodes - 1), Collective::SendRecv));
     const double rpn = ep.ranks_per_node;
-    stages.push_back(intra_stage(hw, ep, "intra_node_forward", ep.nodes * L * B * (rpn - 1) * ep.routing.p_rank));
+    stages.push_back(intra_stage(hw, ep, "intra_node_forward", ep.nodes * L * B * (rpn - 1) * ep.routing.p_rank,
+                                 Library::DeepEp));
   }
   return stages;
 }

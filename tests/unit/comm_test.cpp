@@ -347,8 +347,16 @@ TEST_SUITE("cost.dispatch") {
     REQUIRE(ep.nodes > 2);
     ExchangeCost deepep = exchange(plan.hardware, ep, Dispatch::DeepEp, false);
     REQUIRE(deepep.stages.size() == 2);
+    const TierSpec& node = plan.hardware.tiers[0];
     CHECK(deepep.stages[0].bw == doctest::Approx(50e9));
-    CHECK(deepep.stages[1].bw == doctest::Approx(153e9));
+    CHECK(deepep.stages[1].time_s == doctest::Approx(deepep.stages[1].bytes / 153e9 + node.latency_s));
+    // The seeds' send/recv + DeepEP-style scheme forwards inside the node with DeepEP too; its
+    // send/recv stage is a send/recv (no such figure on h800-ib: the NIC's 50 GB/s, on DMA).
+    ExchangeCost sr = exchange(plan.hardware, ep, Dispatch::SendRecvDeepEp, false);
+    REQUIRE(sr.stages.size() == 2);
+    CHECK(sr.stages[0].bw == doctest::Approx(50e9));
+    CHECK(sr.stages[0].engine == Engine::Dma);
+    CHECK(sr.stages[1].time_s == doctest::Approx(sr.stages[1].bytes / 153e9 + node.latency_s));
     // The same layout on h100-sxm-ib, which has NCCL's all-to-all on its cluster tier (37 GB/s
     // per GPU from three nodes up, NVIDIA/nccl#1316) and no DeepEP figure: the alltoall
     // dispatcher's inter-node bytes go at NCCL's rate, DeepEP's at the NIC's 50 GB/s.
@@ -823,6 +831,12 @@ TEST_SUITE("cost.comm") {
     CHECK(collective(hw, Collective::AllGather, S, node).time_s == doctest::Approx(S / 343.936e9).epsilon(0.02));
     CHECK(collective(hw, Collective::ReduceScatter, S, node).time_s == doctest::Approx(S / 326.151e9).epsilon(0.02));
     CHECK(collective(hw, Collective::AllToAll, S, node).time_s == doctest::Approx(S / 325.266e9).epsilon(0.02));
+    // Between the table's sizes the curve is log-linear: 96 MiB lies log2(1.5) = 0.585 of the
+    // way from 64 MiB (0.782 of the 351.7 GB/s peak) to 128 MiB (0.856): 0.8253 -> 290.3 GB/s
+    // busbw, 7/8 x 96 MiB in 347.0 us, plus the tier's 3.33 us.
+    const double w = std::log2(1.5);
+    const double ag96 = 7.0 / 8 * 96 * (1 << 20) / (351.7e9 * (0.782 + w * (0.856 - 0.782))) + 3.33e-6;
+    CHECK(collective(hw, Collective::AllGather, 96.0 * (1 << 20), node).time_s == doctest::Approx(ag96));
     // All-reduce keeps the NVLS figure of nccl-tests (480 GB/s busbw at 8 GiB): the
     // all-to-all curve is this collective's own, not the tier's.
     const double ar = collective(hw, Collective::AllReduce, 8.0 * (1 << 30), node).time_s;
