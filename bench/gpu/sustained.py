@@ -23,7 +23,7 @@ def main():
                     help="fp8: torch._scaled_mm with per-tensor scales (cuBLASLt)")
     args = ap.parse_args()
     import torch
-    from timing import provenance
+    from timing import mean_us, provenance
 
     m, n, k = (int(v) for v in args.shape.split(","))
     print(provenance(torch, f"{args.dtype} {m}x{n}x{k} back to back"))
@@ -37,16 +37,10 @@ def main():
         gemm = lambda: torch._scaled_mm(a8, b8, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
     else:
         gemm = lambda: torch.matmul(a, b, out=c)
-    flops = 2.0 * m * n * k * args.per_window
+    flops = 2.0 * m * n * k
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < args.seconds:
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(args.per_window):
-            gemm()
-        end.record()
-        end.synchronize()
-        us = start.elapsed_time(end) * 1e3
+        us = mean_us(torch, gemm, args.per_window, warmup=0)  # one window, back to back
         print(f"{time.perf_counter() - t0:.2f},{flops / us / 1e6:.1f}")
         sys.stdout.flush()
 

@@ -30,7 +30,7 @@ def main():
     args = ap.parse_args()
     import torch
     import torch.nn.functional as F
-    from timing import provenance
+    from timing import mean_us, provenance
 
     torch.manual_seed(0)
     dev, dt = "cuda", torch.bfloat16
@@ -84,16 +84,7 @@ def main():
     print(provenance(torch, f"{args.layers} layers, h {h}, heads {nh}/{nkv}, ffn {args.ffn}, "
                              f"seq {args.seq}, batch {args.batch}, vocab {args.vocab}, bf16"))
     print("quantity,time_ms")
-    for _ in range(3):
-        step()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(args.steps):
-        step()
-    end.record()
-    end.synchronize()
-    print(f"step,{start.elapsed_time(end) / args.steps:.3f}")
+    print(f"step,{mean_us(torch, step, args.steps, warmup=3) / 1e3:.3f}")
     print(f"peak_memory_gib,{torch.cuda.max_memory_allocated() / 2**30:.3f}")
     sys.stdout.flush()
     from torch.profiler import ProfilerActivity, profile

@@ -233,8 +233,6 @@ std::vector<Item> layer_items(const Plan& plan, const std::string& layer, std::v
     items.push_back(it);
   }
   for (const TierSpec& t : plan.hardware.tiers) tiers.push_back(t.name);
-  static const char* const collectives[kCollectiveCount] = {"all_reduce", "all_gather", "reduce_scatter",
-                                                            "all_to_all", "send_recv", "broadcast"};
   for (const LayerComm& lc : comm.layers) {
     if (lc.kind != layer) continue;
     for (const CommOpEstimate& op : lc.ops) {
@@ -261,7 +259,7 @@ std::vector<Item> layer_items(const Plan& plan, const std::string& layer, std::v
         int u = -1;
         for (std::size_t i = 0; i < tiers.size(); ++i) {
           for (int c = 0; c < kCollectiveCount; ++c) {
-            if (tiers[i] == tier && st.collective == collectives[c]) {
+            if (tiers[i] == tier && st.collective == cost::name(static_cast<Collective>(c))) {
               u = kComputeUnknowns + static_cast<int>(i) * kCollectiveCount + c;
             }
           }
@@ -615,12 +613,11 @@ ProfileFit calibrate_profile(const Profile& profile, const ProfileMap& map, cons
   }
 
   // Report: rows before and after, the multipliers, the layer as a whole.
-  static const char* const collectives[kCollectiveCount] = {"all_reduce", "all_gather", "reduce_scatter",
-                                                            "all_to_all", "send_recv", "broadcast"};
   auto class_of = [&](int u) -> std::string {
     if (u < kComputeUnknowns) return kOpClassNames[u / kCalibrationPasses];
     const int t = (u - kComputeUnknowns) / kCollectiveCount;
-    return std::string(collectives[(u - kComputeUnknowns) % kCollectiveCount]) + " on " + tiers[static_cast<std::size_t>(t)];
+    return std::string(cost::name(static_cast<Collective>((u - kComputeUnknowns) % kCollectiveCount))) + " on " +
+           tiers[static_cast<std::size_t>(t)];
   };
   auto class_row = [&](const std::string& name) -> ProfileFitClass& {
     auto it = std::find_if(fit.classes.begin(), fit.classes.end(), [&](const ProfileFitClass& x) { return x.name == name; });
@@ -700,9 +697,9 @@ ProfileFit calibrate_profile(const Profile& profile, const ProfileMap& map, cons
       const int u = kComputeUnknowns + static_cast<int>(t) * kCollectiveCount + c;
       if (std::find(used.begin(), used.end(), u) == used.end()) continue;
       const double old = plan.hardware.tiers[t].calibration[static_cast<std::size_t>(c)];
-      fit.comm.push_back({tiers[t], collectives[c], old * factor[static_cast<std::size_t>(u)]});
+      fit.comm.push_back({tiers[t], cost::name(static_cast<Collective>(c)), old * factor[static_cast<std::size_t>(u)]});
       const bool bound = std::find(fit.at_bound.begin(), fit.at_bound.end(), u) != fit.at_bound.end();
-      fit.fitted.push_back(std::string(collectives[c]) + " on " + tiers[t] + ": x" +
+      fit.fitted.push_back(std::string(cost::name(static_cast<Collective>(c))) + " on " + tiers[t] + ": x" +
                            util::fmt("%.3f", factor[static_cast<std::size_t>(u)]) +
                            (bound ? "  at the bound: the model misses something here" : ""));
     }

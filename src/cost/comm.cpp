@@ -88,8 +88,12 @@ double tier_bandwidth(const TierSpec& t, double bytes) {
   return t.bw_bytes_per_s * size_fraction(t.size_efficiency, bytes);
 }
 
+const std::vector<SizePoint>& size_curve(const CollectiveOverride& o, const TierSpec& t) {
+  return o.size_efficiency.empty() ? t.size_efficiency : o.size_efficiency;
+}
+
 double override_bandwidth(const CollectiveOverride& o, const TierSpec& t, double bytes) {
-  return o.bus_bw_bytes_per_s * size_fraction(o.size_efficiency.empty() ? t.size_efficiency : o.size_efficiency, bytes);
+  return o.bus_bw_bytes_per_s * size_fraction(size_curve(o, t), bytes);
 }
 
 namespace {
@@ -118,7 +122,7 @@ struct Crossing {
   double busy = 0;      // fraction of compute its transfers occupy (compute-engine tiers/figures)
   double bw_factor = 1;  // the fabric level's share of the tier bandwidth (oversubscription)
   double latency = 0;    // the tier's, or the fabric level's the group reaches
-  const std::vector<SizePoint>* fixed_curve = nullptr;  // fixed_bw's size curve (the tier's when null)
+  const std::vector<SizePoint>* fixed_curve = nullptr;  // fixed_bw's size curve
 };
 
 // The tiers a group crosses. When an inner tier has a measured figure for `op`, the
@@ -151,7 +155,7 @@ std::vector<Crossing> crossings(const HardwareSpec& hw, const GroupSpan& g, Coll
     merged.inner = 1;
     merged.sharers = 1;
     merged.fixed_bw = o->algbw ? o->bus_bw_bytes_per_s * bus_factor(op, m) : o->bus_bw_bytes_per_s;
-    if (!o->size_efficiency.empty()) merged.fixed_curve = &o->size_efficiency;
+    merged.fixed_curve = &size_curve(*o, *merged.tier);
     merged.busy = o->engine == Engine::Compute ? o->compute_share : dma_compute_share(hw);
     std::vector<Crossing> rest(out.begin() + static_cast<std::ptrdiff_t>(i), out.end());
     out = {merged};
@@ -165,7 +169,7 @@ std::vector<Crossing> crossings(const HardwareSpec& hw, const GroupSpan& g, Coll
 // the dies of a device share its links to the tiers above the die tier (the size
 // efficiency is that of the device's combined message).
 double crossing_bw(const Crossing& c, double bytes) {
-  if (c.fixed_bw > 0) return c.fixed_bw * size_fraction(c.fixed_curve ? *c.fixed_curve : c.tier->size_efficiency, bytes);
+  if (c.fixed_bw > 0) return c.fixed_bw * size_fraction(*c.fixed_curve, bytes);
   double bw = c.bw_factor * tier_bandwidth(*c.tier, bytes * c.sharers) / c.sharers;
   return c.tier->topology == Topology::FullMesh ? bw * (c.fanout - 1) : bw;
 }
@@ -264,6 +268,22 @@ std::vector<Algorithm> candidates(Collective op) {
 
 }  // namespace
 
+CollectiveCost measured_collective(const HardwareSpec& hw, const TierSpec& t, const CollectiveOverride& o,
+                                   Collective op, double bytes, int group, double bw_factor, double latency_s) {
+  CollectiveCost c;
+  c.op = op;
+  c.bytes = bytes;
+  c.algorithm = Algorithm::Direct;
+  const double bw = bw_factor * override_bandwidth(o, t, bytes);
+  const double volume = o.algbw ? bytes : bus_factor(op, group) * bytes;
+  c.time_s = volume / bw * t.calibration[static_cast<std::size_t>(op)] + latency_s;
+  c.engine = o.engine;
+  c.compute_share = o.engine == Engine::Compute ? o.compute_share : dma_compute_share(hw);
+  c.measured = true;
+  c.tiers.push_back({t.name, bus_factor(op, group) * bytes, c.time_s});
+  return c;
+}
+
 CollectiveCost collective(const HardwareSpec& hw, Collective op, double bytes, const GroupSpan& group,
                           const Algorithm* fixed) {
   CollectiveCost best;
@@ -276,15 +296,7 @@ CollectiveCost collective(const HardwareSpec& hw, Collective op, double bytes, c
   // A measured figure for this op on the group's outermost tier replaces the model.
   const TierSpec& outer = *xs.back().tier;
   if (const auto& o = outer.collective(op); o && fixed == nullptr) {
-    double bw = xs.back().bw_factor * override_bandwidth(*o, outer, bytes);
-    double volume = o->algbw ? bytes : bus_factor(op, G) * bytes;
-    best.algorithm = Algorithm::Direct;
-    best.time_s = volume / bw * outer.calibration[static_cast<std::size_t>(op)] + xs.back().latency;
-    best.engine = o->engine;
-    best.compute_share = o->engine == Engine::Compute ? o->compute_share : dma_compute_share(hw);
-    best.measured = true;
-    best.tiers.push_back({outer.name, bus_factor(op, G) * bytes, best.time_s});
-    return best;
+    return measured_collective(hw, outer, *o, op, bytes, G, xs.back().bw_factor, xs.back().latency);
   }
   // `auto` chooses among the algorithms the hardware's library implements (all when it
   // lists none, or when none of its list applies to this op).

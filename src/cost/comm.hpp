@@ -72,6 +72,12 @@ struct CollectiveCost {
   std::vector<TierTraffic> tiers;  ///< per crossed tier
 };
 
+/// `op` of size `bytes` over `group` ranks at the measured figure `o` of tier `t`: bus volume
+/// (or the size, for an algbw figure) over the figure on its size curve, times the tier's
+/// calibration, plus `latency_s`.
+CollectiveCost measured_collective(const HardwareSpec& hw, const TierSpec& t, const CollectiveOverride& o,
+                                   Collective op, double bytes, int group, double bw_factor, double latency_s);
+
 /// Time of `op` on `group` for size `bytes`, with the fastest algorithm (or `fixed`).
 CollectiveCost collective(const HardwareSpec& hw, Collective op, double bytes, const GroupSpan& group,
                           const Algorithm* fixed = nullptr);
@@ -98,8 +104,9 @@ double tier_bandwidth(const TierSpec& t, double bytes);
 /// Fraction of the peak a message of `bytes` reaches on a size curve (1 when it is empty;
 /// log-linear between points, flat beyond the ends).
 double size_fraction(const std::vector<SizePoint>& se, double bytes);
-/// A measured collective's rate for a message of `bytes`: its figure on its own size curve,
-/// or on the tier's.
+/// A measured collective's size curve: its own, or the tier's.
+const std::vector<SizePoint>& size_curve(const CollectiveOverride& o, const TierSpec& t);
+/// A measured collective's rate for a message of `bytes`: its figure on its size curve.
 double override_bandwidth(const CollectiveOverride& o, const TierSpec& t, double bytes);
 
 /// A layer's attention kernel time on one rank, per pass (what hides a CP exchange).

@@ -96,20 +96,8 @@ Stage intra_stage(const HardwareSpec& hw, const EpLayout& ep, std::string name, 
     // (the collective library's figure is another kernel's).
     const TierSpec& t = hw.tiers[static_cast<std::size_t>(node.tier[static_cast<std::size_t>(node.outer())])];
     if (const auto& d = t.deepep) {
-      // As a measured all-to-all figure is read (cost::collective): a busbw moves the bytes,
-      // an algbw the buffer of size S.
-      Stage st;
-      st.name = std::move(name);
-      st.op = Collective::AllToAll;
-      st.link = t.name;
-      st.bytes = bytes;
-      const double volume = d->algbw ? S : bytes;
-      st.time_s = volume / override_bandwidth(*d, t, S) * t.calibration[static_cast<std::size_t>(Collective::AllToAll)] +
-                  t.latency_s;
-      st.bw = bytes / st.time_s;
-      st.engine = d->engine;
-      st.compute_share = d->engine == Engine::Compute ? d->compute_share : dma_compute_share(hw);
-      return st;
+      return from_collective(std::move(name), measured_collective(hw, t, *d, Collective::AllToAll, S, g, 1.0, t.latency_s),
+                             hw);
     }
     const Algorithm direct = Algorithm::Direct;
     return from_collective(std::move(name), collective(hw, Collective::AllToAll, S, node, &direct), hw);
