@@ -1,6 +1,7 @@
 #include "cost/compute.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "paraplan/estimate.hpp"
 
@@ -184,6 +185,18 @@ const char* op_class_name(const model::Op& op) {
   return c >= 0 ? kOpClassNames[c] : "";
 }
 
+double host_paced_s(const std::vector<std::pair<double, double>>& ops, double issue_s) {
+  double host = 0, end = 0;
+  for (const auto& [launches, time_s] : ops) {
+    const long n = std::max(1L, std::lround(launches));
+    for (long j = 0; j < n; ++j) {
+      host += launches / static_cast<double>(n) * issue_s;
+      end = std::max(end, host) + time_s / static_cast<double>(n);
+    }
+  }
+  return end;
+}
+
 OpTime op_time(const ComputeModel& cm, const model::Op& op) {
   OpTime t = op_time_uncalibrated(cm, op);
   const int cls = op_class(op);
@@ -232,6 +245,9 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
     // x device.launches_per_kernel, an op that spells out its launches one for one.
     bool waits = false;
     double launches_f = 0, launches_b = 0;
+    // The forward's ops in issue order, (launches, time), and where the host waits.
+    std::vector<std::pair<double, double>> fwd_seq;
+    std::size_t sync_at = 0;
     bool graphed_f = false, graphed_b = false;
     for (const model::Op& op : layer.ops) {
       cost::OpTime t = cost::op_time(cm, op);
@@ -256,7 +272,9 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
       // A graphed op is replayed by its graph's one launch (counted once per pass below).
       const double launches = op.graphed ? 0.0 : oe.kernels * (op.exact_launches ? 1.0 : per_graph_kernel);
       if (op.phase == model::Phase::Forward) {
+        if (op.kind == model::OpKind::HostSync && !waits) sync_at = fwd_seq.size();
         waits = waits || op.kind == model::OpKind::HostSync;
+        fwd_seq.emplace_back(launches, t.time_s);
         launches_f += launches;
         graphed_f = graphed_f || op.graphed;
       } else {
@@ -274,18 +292,19 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
       le.ops.push_back(std::move(oe));
     }
     // A forward that waits at a host synchronisation (dropless MoE token counts) issues the
-    // kernels after it from an empty queue, and the next layer's before its own wait: the
-    // layer takes at least its launches times the host's issue time (device.host_issue; the
-    // launches are counted above). Its backward starts from the queue the last forward wait
-    // drained and has no wait of its own in which the host could get ahead, so it too takes
-    // at least its launches (recomputed forward, input and weight gradients) times the issue
-    // time: the host is the bottleneck of a pass whose kernels are shorter than the host's
-    // time to issue them (the DeepSeek trace's 32 us per launch is its two host threads',
-    // forward and backward, over all 963 launches).
-    if (const double issue = plan.hardware.device.host_issue_s; issue > 0) {
-      auto bound = [&](const char* phase, double launches, double& pass_s) {
-        const double host = launches * issue;
-        if (!waits || host <= pass_s) return;
+    // kernels after it from an empty queue, and the next layer's before its own wait: from
+    // one wait to the next, each kernel starts when the host has issued it (device.host_issue
+    // per launch; the launches are counted above) or when the kernel before it ends, on one
+    // in-order stream (cost::host_paced_s), so the pass takes at least its launches times the
+    // issue time. Its backward starts from the queue the last forward wait drained and has
+    // no wait of its own: the host can run ahead across it, and it takes at least its
+    // launches (recomputed forward, input and weight gradients) times the issue time. The
+    // host is the bottleneck of a pass whose kernels are shorter than the host's time to
+    // issue them (the DeepSeek trace's 32 us per launch is its two host threads', forward and
+    // backward, over all 963 launches). A graphed pass replays its graph with one launch.
+    if (const double issue = plan.hardware.device.host_issue_s; issue > 0 && waits) {
+      auto bound = [&](const char* phase, double host, double& pass_s) {
+        if (host <= pass_s) return;
         OpEstimate h;
         h.name = "host_issue";
         h.phase = phase;
@@ -296,8 +315,13 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
         le.ops.push_back(h);
         pass_s = host;
       };
-      bound("forward", launches_f + (graphed_f ? 1 : 0), le.forward_s);
-      bound("input_grad", launches_b + (graphed_b ? 1 : 0), le.backward_s);
+      if (graphed_f) {
+        bound("forward", (launches_f + 1) * issue, le.forward_s);
+      } else {
+        std::rotate(fwd_seq.begin(), fwd_seq.begin() + static_cast<std::ptrdiff_t>(sync_at + 1), fwd_seq.end());
+        bound("forward", cost::host_paced_s(fwd_seq, issue), le.forward_s);
+      }
+      bound("input_grad", (launches_b + (graphed_b ? 1 : 0)) * issue, le.backward_s);
     }
     out.layers.push_back(std::move(le));
   }

@@ -6,6 +6,8 @@
 
 #include <array>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cost/gemm_efficiency.hpp"
 #include "cost/kernels.hpp"
@@ -67,6 +69,13 @@ struct OpTime {
 /// die's peak, bandwidth and units; whole-device ops on multi-die devices run split over
 /// the dies ("duplicate mode"), each die taking m / dies rows.
 OpTime op_time(const ComputeModel& cm, const model::Op& op);
+
+/// When the last kernel of `ops` ends, issued in order from an empty queue onto one in-order
+/// stream by a host that needs `issue_s` per launch: each kernel starts when it has been
+/// issued or when the kernel before it ends, whichever is later. `ops` holds (launches,
+/// device seconds) per op; an op's time is shared evenly over its launches, and an op with
+/// no launch (a host wait) runs after everything issued before it.
+double host_paced_s(const std::vector<std::pair<double, double>>& ops, double issue_s);
 
 /// The op's calibration class (index into kOpClassNames; -1 for host syncs) and its name.
 int op_class(const model::Op& op);

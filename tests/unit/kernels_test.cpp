@@ -276,6 +276,7 @@ TEST_SUITE("cost.sustained") {
         const OpEstimate& a = base.layers[i].ops[j];
         const OpEstimate& b = slow.layers[i].ops[j];
         REQUIRE(a.name == b.name);
+        if (a.name == "host_issue") continue;  // the host's bound over the pass, not a kernel
         const bool gemm = a.kind == "gemm" || a.kind == "grouped_gemm";
         const bool bf16_gemm = gemm && (a.name.rfind("lm_head", 0) == 0 || a.name.rfind("router_gate", 0) == 0);
         const bool fp8_gemm = gemm && a.name.find("experts.") != std::string::npos;
@@ -298,10 +299,31 @@ TEST_SUITE("cost.sustained") {
 }
 
 TEST_SUITE("cost.host_issue") {
+  TEST_CASE("a host-paced stream: each kernel starts when issued or when the one before ends") {
+    // 10 us per launch. A 100 us kernel, then four that share 8 us (2 us each): the long one
+    // is issued at 10 us and ends at 110; the short ones are issued at 20..50 us, all before
+    // 110, so they run back to back after it: 112, 114, 116, 118 us. max(host, device) would
+    // say 108 us.
+    CHECK(cost::host_paced_s({{1, 100e-6}, {4, 8e-6}}, 10e-6) == doctest::Approx(118e-6));
+    // The same ops the other way round: each short kernel ends before the next is issued
+    // (issued at 10, 20, 30, 40 us, each 2 us long), the long one is issued at 50 us and ends
+    // at 150.
+    CHECK(cost::host_paced_s({{4, 8e-6}, {1, 100e-6}}, 10e-6) == doctest::Approx(150e-6));
+    // An op without a launch (a host wait of 20 us) starts once everything before it has been
+    // issued and has ended: 10 + 100, then + 20.
+    CHECK(cost::host_paced_s({{1, 100e-6}, {0, 20e-6}}, 10e-6) == doctest::Approx(130e-6));
+    // A fractional launch count (1.87 per graph kernel) is issued as whole launches sharing
+    // the host time: 2 launches of 0.935 x 10 us, 50 us each: 9.35 + 50, then + 50.
+    CHECK(cost::host_paced_s({{1.87, 100e-6}}, 10e-6) == doctest::Approx(109.35e-6));
+    // A host with no issue time: the device's sum.
+    CHECK(cost::host_paced_s({{3, 30e-6}, {2, 5e-6}}, 0) == doctest::Approx(35e-6));
+  }
+
   TEST_CASE("a MoE layer that waits at a host sync takes at least its kernels x the issue time, forward and backward") {
     // deepseek-v3-h800 (a host sync per MoE forward) with a host that needs 1 ms per kernel
-    // it launches, one launch per graph kernel: the forward is then exactly (forward kernels)
-    // x 1 ms, the difference shown as one op.
+    // it launches, one launch per graph kernel: the forward from one wait to the next is
+    // then (forward kernels) x 1 ms and the last kernel before the wait (a top-k kernel) and
+    // the wait itself, each far below 1 ms, the difference shown as one op.
     Plan p = load_plan("deepseek-v3-h800");
     p.hardware.device.host_issue_s = 1e-3;
     p.hardware.device.launches_per_kernel = 1;
@@ -326,7 +348,8 @@ TEST_SUITE("cost.host_issue") {
       }
       if (waits) {  // the MoE layer, and the MTP module's MoE block
         CHECK(shown);
-        CHECK(l.forward_s == doctest::Approx(kernels * 1e-3));
+        CHECK(l.forward_s > kernels * 1e-3);
+        CHECK(l.forward_s < kernels * 1e-3 + 0.1e-3);
         // Its backward (recompute, input and weight gradients) follows the drained queue
         // with no wait of its own: at least its kernels x 1 ms as well.
         CHECK(shown_b);
@@ -344,13 +367,20 @@ TEST_SUITE("cost.host_issue") {
       if (l.kind != "moe") continue;
       int kernels = 0;
       for (const OpEstimate& o : l.ops) kernels += o.phase == "forward" ? o.kernels : 0;
-      CHECK(l.forward_s == doctest::Approx(2 * kernels * 1e-3));
+      CHECK(l.forward_s > 2 * kernels * 1e-3);
+      CHECK(l.forward_s < 2 * kernels * 1e-3 + 0.1e-3);
     }
     // The preset's 32 us per launch (x 1.87 launches per graph kernel) does not bind
-    // DeepSeek's large MoE kernels.
+    // DeepSeek's large MoE kernels: the host costs the forward only the restart after the
+    // wait, less than the issue of the op after it (the permute's 2 kernels x 1.87 x 32 us =
+    // 120 us), and the backward nothing.
     const ComputeBreakdown real = estimate_compute(load_plan("deepseek-v3-h800"));
     for (const LayerEstimate& l : real.layers) {
-      for (const OpEstimate& o : l.ops) CHECK(o.name != "host_issue");
+      for (const OpEstimate& o : l.ops) {
+        if (o.name != "host_issue") continue;
+        CHECK(o.phase == "forward");
+        CHECK(o.time_s < 2 * 1.87 * 32e-6);
+      }
     }
   }
 
@@ -358,8 +388,8 @@ TEST_SUITE("cost.host_issue") {
     // GPT-OSS-style experts (biases, a clamped GLU) on deepseek-v3-h800: the FC2 bias loop
     // and the clamps are counted launch for launch (op_graph.cpp), the other ops at 2 launches
     // per graph kernel. With 1 ms of host time per launch the MoE forward is then
-    // (2 x graph kernels + the eager ones) x 1 ms, and its kernel time pays 4.5 us per eager
-    // launch, not 2 x 4.5.
+    // (2 x graph kernels + the eager ones) x 1 ms (and the last kernel and the wait, far below
+    // 1 ms), and its kernel time pays 4.5 us per eager launch, not 2 x 4.5.
     Plan p = load_plan("deepseek-v3-h800");
     p.model.bias = true;
     p.model.ffn.clamp = 7.0;
@@ -377,7 +407,8 @@ TEST_SUITE("cost.host_issue") {
       }
       const int experts = 256 / p.strategy.parallel.ep;
       CHECK(eager == (2 * experts + 1) + 3);  // the bias loop and the clamps
-      CHECK(l.forward_s == doctest::Approx((2.0 * graph + eager) * 1e-3));
+      CHECK(l.forward_s > (2.0 * graph + eager) * 1e-3);
+      CHECK(l.forward_s < (2.0 * graph + eager) * 1e-3 + 0.1e-3);
     }
     CHECK(seen);
   }
