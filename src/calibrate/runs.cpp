@@ -25,6 +25,7 @@ constexpr KnobSpec kKnobs[] = {
     {"memory", "memory-bound kernel time (norms, elementwise, casts, permutes, copies)"},
     {"communication", "collective and dispatch transfer time on every tier"},
     {"host", "per-kernel launch overhead and host issue time"},
+    {"host_issue", "the host's time to issue one kernel (device.host_issue) alone: the framework's host work per launch"},
     {"allocator", "memory the caching allocator reserves per byte of a step's transient tensors (activations, buffers); memory cases only"},
 };
 
@@ -58,6 +59,8 @@ void apply(HardwareSpec& hw, const std::string& knob, double x) {
   } else if (knob == "host") {
     hw.device.kernel_overhead_s *= x;
     hw.device.host_sync_s *= x;
+    hw.device.host_issue_s *= x;
+  } else if (knob == "host_issue") {
     hw.device.host_issue_s *= x;
   } else if (knob == "allocator") {
     hw.calibration.allocator *= x;
@@ -260,11 +263,14 @@ std::string runs_overlay_yaml(const RunsFit& fit, const HardwareSpec& base_hw, c
   y << "sources:\n  - \"" << command << " (" << date << ")\"\n";
   HardwareSpec hw = base_hw;
   for (std::size_t j = 0; j < fit.knobs.size(); ++j) apply(hw, fit.knobs[j], fit.values[j]);
-  const bool host = std::find(fit.knobs.begin(), fit.knobs.end(), "host") != fit.knobs.end();
-  if (host) {
+  const auto fitted = [&](const char* knob) { return std::find(fit.knobs.begin(), fit.knobs.end(), knob) != fit.knobs.end(); };
+  if (fitted("host")) {
     y << "device:\n";
     y << "  kernel_overhead: " << fmt("%.4g", hw.device.kernel_overhead_s * 1e6) << " us\n";
     y << "  host_sync: " << fmt("%.4g", hw.device.host_sync_s * 1e6) << " us\n";
+    y << "  host_issue: " << fmt("%.4g", hw.device.host_issue_s * 1e6) << " us\n";
+  } else if (fitted("host_issue")) {
+    y << "device:\n";
     y << "  host_issue: " << fmt("%.4g", hw.device.host_issue_s * 1e6) << " us\n";
   }
   y << "calibration:\n  source: \"" << command << " (" << date << ")\"\n";

@@ -850,13 +850,15 @@ TEST_SUITE("calibrate.runs") {
 }
 
 TEST_SUITE("calibrate.runs") {
-  TEST_CASE("recorded fit: h100-sxm-ib's sustained and fp8_gemm are the optimum of their runs (re-fitting gives x 1)") {
-    // hardware/h100-sxm-ib.yaml carries calibration.sustained and calibration.fp8_gemm from
+  TEST_CASE("recorded fit: h100-sxm-ib's sustained, fp8_gemm and host_issue are the optimum of their runs (re-fitting gives x 1)") {
+    // hardware/h100-sxm-ib.yaml carries calibration.sustained, calibration.fp8_gemm and
+    // device.host_issue from
     // `paraplan calibrate runs validation/nemo2407-*.yaml validation/llmfoundry-mpt-*-s2048-h100.yaml
     // validation/llmfoundry-mpt-*-s4096-h100.yaml validation/llmfoundry-mpt-*-s8192-h100.yaml
-    // --knobs sustained,fp8_gemm`
+    // validation/bridge2604-gpt-oss-120b.yaml validation/bridge2604-qwen3-30b-a3b.yaml
+    // --knobs sustained,fp8_gemm,host_issue`
     // against the file without them. Against the file with them the same fit must find
-    // nothing left to move: x = 1 for both (a changed model or case makes this fail until the
+    // nothing left to move: x = 1 for each (a changed model or case makes this fail until the
     // command is re-run and its figures recorded).
     std::vector<ValidationCase> runs;
     for (const auto& e : fs::directory_iterator(fs::path(PARAPLAN_SOURCE_DIR) / "validation")) {
@@ -872,14 +874,29 @@ TEST_SUITE("calibrate.runs") {
     }
     std::sort(runs.begin(), runs.end(), [](const ValidationCase& a, const ValidationCase& b) { return a.name < b.name; });
     REQUIRE(runs.size() == 23);
+    for (ValidationCase& c : fitted_runs({"bridge2604-gpt-oss-120b", "bridge2604-qwen3-30b-a3b"}, "")) runs.push_back(std::move(c));
     for (const ValidationCase& c : runs) CHECK(c.calibration);  // declared fitted
-    const RunsFit fit = calibrate_runs(runs, {"sustained", "fp8_gemm"});
+    const RunsFit fit = calibrate_runs(runs, {"sustained", "fp8_gemm", "host_issue"});
     CHECK(fit.values[0] == doctest::Approx(1.0).epsilon(2e-3));
     CHECK(fit.values[1] == doctest::Approx(1.0).epsilon(2e-3));
+    CHECK(fit.values[2] == doctest::Approx(1.0).epsilon(2e-3));
     CHECK(fit.mean_loo_pct < 6.0);
     const HardwareSpec h100 = load_hardware("h100-sxm-ib");
     CHECK(h100.calibration.sustained == doctest::Approx(1.2232));
     CHECK(h100.calibration.fp8_gemm == doctest::Approx(1.4105));
+    CHECK(h100.device.host_issue_s == doctest::Approx(37.45e-6));
+    // host_issue moves the host's issue time alone: the overlay writes it and nothing else of
+    // the device, and a run whose passes the host does not bound is unchanged by it.
+    const std::string yaml = runs_overlay_yaml(fit, h100, "h100-sxm-ib", "h100-runs", "paraplan calibrate runs (test)", "2026-11-26");
+    const HardwareSpec back = parse_hardware(yaml, "h100-runs.yaml");
+    CHECK(back.device.host_issue_s == doctest::Approx(h100.device.host_issue_s * fit.values[2]).epsilon(1e-3));
+    CHECK(back.device.kernel_overhead_s == h100.device.kernel_overhead_s);
+    CHECK(back.device.host_sync_s == h100.device.host_sync_s);
+    CHECK(yaml.find("kernel_overhead") == std::string::npos);
+    ValidationCase dense = load_cases((fs::path(PARAPLAN_SOURCE_DIR) / "validation/nemo2407-llama3-8b.yaml").string()).front();
+    const double before = run_case(dense).predicted;
+    dense.plan.hardware.device.host_issue_s *= 2;
+    CHECK(run_case(dense).predicted == before);  // no host sync in a dense layer: the host runs ahead
     // fp8_gemm touches FP8 GEMMs only: a BF16 run on the same file is unchanged by it.
     ValidationCase bf16 = load_cases((fs::path(PARAPLAN_SOURCE_DIR) / "validation/zoo-qwen3-235b-deepep-ep8-fsdp.yaml").string()).front();
     const double with = run_case(bf16).predicted;
