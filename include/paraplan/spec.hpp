@@ -251,13 +251,19 @@ struct CalibrationSpec {
   /// `calibrate runs --knobs allocator` to measured peak memory (PyTorch max reserved); the
   /// excess is reported as part of `reserve`. 1 = none.
   double allocator = 1;
+  /// Share of the EP transfer time a paired micro-batch's compute could hide that it does
+  /// hide (the 1F1B all-to-all overlap, DualPipe's F&B chunks); the rest waits as if not
+  /// overlapped (the kernels' scheduling beside busy compute, the streams' waits). Fitted by
+  /// `calibrate runs --knobs ep_overlap` to runs with `overlap.ep`. 1 = all of it (the
+  /// schedule's ideal).
+  double ep_overlap = 1;
   static std::array<std::array<double, kCalibrationPasses>, kOpClassCount> ones() {
     std::array<std::array<double, kCalibrationPasses>, kOpClassCount> a{};
     for (auto& c : a) c = {1, 1, 1};
     return a;
   }
   [[nodiscard]] bool empty() const {
-    if (fp8_gemm != 1 || sustained != 1 || allocator != 1) return false;
+    if (fp8_gemm != 1 || sustained != 1 || allocator != 1 || ep_overlap != 1) return false;
     for (const auto& c : compute) {
       for (double v : c) {
         if (v != 1) return false;

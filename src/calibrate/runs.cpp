@@ -26,6 +26,7 @@ constexpr KnobSpec kKnobs[] = {
     {"communication", "collective and dispatch transfer time on every tier"},
     {"host", "per-kernel launch overhead and host issue time"},
     {"host_issue", "the host's time to issue one kernel (device.host_issue) alone: the framework's host work per launch"},
+    {"ep_overlap", "the share of the EP transfer time the paired compute could hide that it hides (overlap.ep runs); at most 1"},
     {"allocator", "memory the caching allocator reserves per byte of a step's transient tensors (activations, buffers); memory cases only"},
 };
 
@@ -62,6 +63,8 @@ void apply(HardwareSpec& hw, const std::string& knob, double x) {
     hw.device.host_issue_s *= x;
   } else if (knob == "host_issue") {
     hw.device.host_issue_s *= x;
+  } else if (knob == "ep_overlap") {
+    hw.calibration.ep_overlap = std::min(1.0, hw.calibration.ep_overlap * x);
   } else if (knob == "allocator") {
     hw.calibration.allocator *= x;
   }
@@ -277,6 +280,7 @@ std::string runs_overlay_yaml(const RunsFit& fit, const HardwareSpec& base_hw, c
   if (hw.calibration.fp8_gemm != 1) y << "  fp8_gemm: " << fmt("%.6g", hw.calibration.fp8_gemm) << "\n";
   if (hw.calibration.sustained != 1) y << "  sustained: " << fmt("%.6g", hw.calibration.sustained) << "\n";
   if (hw.calibration.allocator != 1) y << "  allocator: " << fmt("%.6g", hw.calibration.allocator) << "\n";
+  if (hw.calibration.ep_overlap != 1) y << "  ep_overlap: " << fmt("%.6g", hw.calibration.ep_overlap) << "\n";
   y << "  compute:\n";
   for (int c = 0; c < kOpClassCount; ++c) {
     const auto& v = hw.calibration.compute[static_cast<std::size_t>(c)];

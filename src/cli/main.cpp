@@ -1219,7 +1219,8 @@ int run(int argc, char** argv) {
   cal_runs->add_option("cases", cal.files, "Case files or folders of them (validation/ schema, docs/validation.md)")
       ->required();
   cal_runs->add_option("--knobs", cal.knobs, "Comma-separated, at most one per 3 runs: gemm, fp8_gemm, sustained,\n"
-                                             "attention, memory, communication, host, host_issue, allocator")
+                                             "attention, memory, communication, host, host_issue, ep_overlap,\n"
+                                             "allocator")
       ->delimiter(',')
       ->required();
   output_options(cal_runs, "Write a hardware file that extends the runs' hardware with the knobs");
@@ -1228,8 +1229,10 @@ int run(int argc, char** argv) {
       "fp8_gemm: the same, FP8 ones only; sustained: BF16 GEMM kernels in a training step,\n"
       "not in an `isolated: true` case;\n"
       "attention; memory: memory-bound kernels; communication: every tier's transfers; host: launch\n"
-      "and host issue time; host_issue: the host's issue time per launch alone); allocator multiplies a step's transient memory (activations, buffers)\n"
-      "in memory_per_device_gib cases: what the caching allocator reserves beyond the live tensors.\n"
+      "and host issue time; host_issue: the host's issue time per launch alone; ep_overlap: the\n"
+      "share of hideable EP transfer time hidden, at most 1); allocator multiplies a step's\n"
+      "transient memory (activations, buffers) in memory_per_device_gib cases: what the caching\n"
+      "allocator reserves beyond the live tensors.\n"
       "The fit minimises the squared log error over the runs; each run is also\n"
       "predicted by a fit to the others, and that leave-one-out error is the one to quote.\n"
       "Example:\n"

@@ -465,6 +465,7 @@ void read_calibration(const Node* node, HardwareSpec& hw, Diags& diags) {
   if (auto v = c.number("fp8_gemm", 0.01, 100)) hw.calibration.fp8_gemm = *v;
   if (auto v = c.number("sustained", 0.01, 100)) hw.calibration.sustained = *v;
   if (auto v = c.number("allocator", 0.25, 4)) hw.calibration.allocator = *v;
+  if (auto v = c.number("ep_overlap", 0.05, 1)) hw.calibration.ep_overlap = *v;
   if (const Node* compute = c.get("compute")) {
     MapReader m(compute, diags, "calibration.compute");
     for (int cls = 0; cls < kOpClassCount; ++cls) {

@@ -99,6 +99,7 @@ LayerCosts compute_layer_costs(const HardwareSpec& hw, const ModelSpec& m, const
     }
   }
   const double units = cost::dma_compute_share(hw);
+  for (KindCost* k : {&out.dense, &out.moe, &out.mtp, &out.embedding, &out.head}) k->ep_overlap = hw.calibration.ep_overlap;
   for (const LayerComm& l : comm.layers) {
     KindCost& k = kind_of(out, l.kind);
     for (const CommOpEstimate& op : l.ops) {

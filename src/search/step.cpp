@@ -31,7 +31,8 @@ struct Exposed {
 // last peer's data is in, and the peers run the same window. The paired compute runs on
 // (1 - s) of the units: window = compute / (1 - s), exposed = (window - compute) +
 // max(0, dma - window). (deepseek-ai/profile-data train.json: DeepEP kernels are resident
-// 113.4 ms of the chunk pair's 130.6 ms of compute kernels.)
+// 113.4 ms of the chunk pair's 130.6 ms of compute kernels.) Of what could hide,
+// min(dma, window), the hardware's calibration.ep_overlap share does; the rest adds.
 // Without overlap everything adds. TP: exposed unless overlap.tp, then hidden under the
 // layer's compute in the same way. CP: what its own overlap leaves (cost::cp_exposed); it is
 // reported with TP.
@@ -50,7 +51,9 @@ Exposed expose(const KindCost& k, bool ep_overlap, bool tp_overlap) {
     // (a share is below 1 by construction; 0.9 keeps a mistyped comm_units from stretching
     // the window without bound)
     const double window = dma > 0 ? e.compute / (1.0 - std::min(k.ep_units, 0.9)) : e.compute;
-    const double exposed = k.ep_engine + (window - e.compute) + std::max(0.0, dma - window);
+    const double hideable = std::min(std::max(dma, 0.0), window);
+    const double exposed =
+        k.ep_engine + (window - e.compute) + std::max(0.0, dma - window) + (1.0 - k.ep_overlap) * hideable;
     const double scale = exposed / (k.ep_f + k.ep_b);
     ep_f *= scale;
     ep_b *= scale;

@@ -850,13 +850,13 @@ TEST_SUITE("calibrate.runs") {
 }
 
 TEST_SUITE("calibrate.runs") {
-  TEST_CASE("recorded fit: h100-sxm-ib's sustained, fp8_gemm and host_issue are the optimum of their runs (re-fitting gives x 1)") {
-    // hardware/h100-sxm-ib.yaml carries calibration.sustained, calibration.fp8_gemm and
-    // device.host_issue from
+  TEST_CASE("recorded fit: h100-sxm-ib's sustained, fp8_gemm, host_issue and ep_overlap are the optimum of their runs (re-fitting gives x 1)") {
+    // hardware/h100-sxm-ib.yaml carries calibration.sustained, calibration.fp8_gemm,
+    // calibration.ep_overlap and device.host_issue from
     // `paraplan calibrate runs validation/nemo2407-*.yaml validation/llmfoundry-mpt-*-s2048-h100.yaml
     // validation/llmfoundry-mpt-*-s4096-h100.yaml validation/llmfoundry-mpt-*-s8192-h100.yaml
     // validation/bridge2604-gpt-oss-120b.yaml validation/bridge2604-qwen3-30b-a3b.yaml
-    // --knobs sustained,fp8_gemm,host_issue`
+    // validation/bridge2604-qwen3-235b-a22b.yaml --knobs sustained,fp8_gemm,host_issue,ep_overlap`
     // against the file without them. Against the file with them the same fit must find
     // nothing left to move: x = 1 for each (a changed model or case makes this fail until the
     // command is re-run and its figures recorded).
@@ -874,12 +874,16 @@ TEST_SUITE("calibrate.runs") {
     }
     std::sort(runs.begin(), runs.end(), [](const ValidationCase& a, const ValidationCase& b) { return a.name < b.name; });
     REQUIRE(runs.size() == 23);
-    for (ValidationCase& c : fitted_runs({"bridge2604-gpt-oss-120b", "bridge2604-qwen3-30b-a3b"}, "")) runs.push_back(std::move(c));
+    for (ValidationCase& c : fitted_runs({"bridge2604-gpt-oss-120b", "bridge2604-qwen3-30b-a3b", "bridge2604-qwen3-235b-a22b"}, "")) {
+      runs.push_back(std::move(c));
+    }
     for (const ValidationCase& c : runs) CHECK(c.calibration);  // declared fitted
-    const RunsFit fit = calibrate_runs(runs, {"sustained", "fp8_gemm", "host_issue"});
+    const RunsFit fit = calibrate_runs(runs, {"sustained", "fp8_gemm", "host_issue", "ep_overlap"});
     CHECK(fit.values[0] == doctest::Approx(1.0).epsilon(2e-3));
     CHECK(fit.values[1] == doctest::Approx(1.0).epsilon(2e-3));
     CHECK(fit.values[2] == doctest::Approx(1.0).epsilon(2e-3));
+    CHECK(fit.values[3] == doctest::Approx(1.0).epsilon(2e-3));
+    CHECK(load_hardware("h100-sxm-ib").calibration.ep_overlap == doctest::Approx(0.8515));
     CHECK(fit.mean_loo_pct < 6.0);
     const HardwareSpec h100 = load_hardware("h100-sxm-ib");
     CHECK(h100.calibration.sustained == doctest::Approx(1.2232));

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "paraplan/config.hpp"
+#include "paraplan/errors.hpp"
 #include "paraplan/estimate.hpp"
 #include "paraplan/planner.hpp"
 #include "paraplan/report.hpp"
@@ -92,8 +93,23 @@ TEST_SUITE("search.step") {
     CHECK(x.run().time_s.ep_comm == doctest::Approx(8 * (0.5 + 1.0)));
     x.c.dense.ep_f = 5.0;  // DMA 5.5 s vs the 5 s window: 0.5 s exposed past it
     CHECK(x.run().time_s.ep_comm == doctest::Approx(8 * (0.5 + 1.0 + 0.5)));
+    // calibration.ep_overlap 0.8: of what could hide, min(5.5 s of DMA, the 5 s window) = 5 s,
+    // 0.8 hides and 1 s waits: 0.5 + 1.0 + 0.5 + 1.0.
+    x.c.dense.ep_overlap = 0.8;
+    CHECK(x.run().time_s.ep_comm == doctest::Approx(8 * (0.5 + 1.0 + 0.5 + 1.0)));
+    x.c.dense.ep_f = 1.0;  // 1.5 s of DMA inside the window: 0.2 x 1.5 = 0.3 s of it waits
+    CHECK(x.run().time_s.ep_comm == doctest::Approx(8 * (0.5 + 1.0 + 0.3)));
+    x.c.dense.ep_f = 5.0;
     x.s.overlap.ep = false;  // without overlap the whole of it: 5 + 1
     CHECK(x.run().time_s.ep_comm == doctest::Approx(8 * 6.0));
+  }
+
+  TEST_CASE("calibration.ep_overlap: a share in (0, 1], read from the hardware file") {
+    CHECK(parse_hardware("extends: h800-ib\ncalibration:\n  ep_overlap: 0.7\n", "h.yaml").calibration.ep_overlap ==
+          doctest::Approx(0.7));
+    CHECK(load_hardware("h800-ib").calibration.ep_overlap == 1.0);  // not fitted: the ideal
+    CHECK_THROWS_AS((void)parse_hardware("extends: h800-ib\ncalibration:\n  ep_overlap: 1.5\n", "h.yaml"), ConfigError);
+    CHECK_THROWS_AS((void)parse_hardware("extends: h800-ib\ncalibration:\n  ep_overlap: 0\n", "h.yaml"), ConfigError);
   }
 
   TEST_CASE("TP communication is exposed unless overlap.tp") {
