@@ -185,14 +185,15 @@ const char* op_class_name(const model::Op& op) {
   return c >= 0 ? kOpClassNames[c] : "";
 }
 
-double host_paced_s(const std::vector<std::pair<double, double>>& ops, double issue_s) {
+double host_paced_s(const std::vector<IssuedOp>& ops, double issue_s) {
   double host = 0, end = 0;
-  for (const auto& [launches, time_s] : ops) {
-    const long n = std::max(1L, std::lround(launches));
+  for (const IssuedOp& op : ops) {
+    const long n = std::max(1L, std::lround(op.launches));
     for (long j = 0; j < n; ++j) {
-      host += launches / static_cast<double>(n) * issue_s;
-      end = std::max(end, host) + time_s / static_cast<double>(n);
+      host += op.launches / static_cast<double>(n) * issue_s;
+      end = std::max(end, host) + op.time_s / static_cast<double>(n);
     }
+    if (op.wait) host = end;
   }
   return end;
 }
@@ -244,9 +245,9 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
     // The framework's launches per pass, for the host's issue bound below: each graph kernel
     // x device.launches_per_kernel, an op that spells out its launches one for one.
     bool waits = false;
-    double launches_f = 0, launches_b = 0;
-    // The forward's ops in issue order, (launches, time), and where the host waits.
-    std::vector<std::pair<double, double>> fwd_seq;
+    double launches_b = 0;
+    // The forward's ops in issue order, and where the host first waits.
+    std::vector<cost::IssuedOp> fwd_seq;
     std::size_t sync_at = 0;
     bool graphed_f = false, graphed_b = false;
     for (const model::Op& op : layer.ops) {
@@ -272,10 +273,12 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
       // A graphed op is replayed by its graph's one launch (counted once per pass below).
       const double launches = op.graphed ? 0.0 : oe.kernels * (op.exact_launches ? 1.0 : per_graph_kernel);
       if (op.phase == model::Phase::Forward) {
-        if (op.kind == model::OpKind::HostSync && !waits) sync_at = fwd_seq.size();
-        waits = waits || op.kind == model::OpKind::HostSync;
-        fwd_seq.emplace_back(launches, t.time_s);
-        launches_f += launches;
+        const bool wait = op.kind == model::OpKind::HostSync;
+        // The graph's one launch, issued before the first op it replays.
+        if (op.graphed && !graphed_f) fwd_seq.push_back({1.0, 0.0, false});
+        if (wait && !waits) sync_at = fwd_seq.size();
+        waits = waits || wait;
+        fwd_seq.push_back({launches, t.time_s, wait});
         graphed_f = graphed_f || op.graphed;
       } else {
         launches_b += launches;
@@ -301,7 +304,7 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
     // launches (recomputed forward, input and weight gradients) times the issue time. The
     // host is the bottleneck of a pass whose kernels are shorter than the host's time to
     // issue them (the DeepSeek trace's 32 us per launch is its two host threads', forward and
-    // backward, over all 963 launches). A graphed pass replays its graph with one launch.
+    // backward, over all 963 launches). A graphed part of a pass is replayed by one launch.
     if (const double issue = plan.hardware.device.host_issue_s; issue > 0 && waits) {
       auto bound = [&](const char* phase, double host, double& pass_s) {
         if (host <= pass_s) return;
@@ -315,12 +318,8 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
         le.ops.push_back(h);
         pass_s = host;
       };
-      if (graphed_f) {
-        bound("forward", (launches_f + 1) * issue, le.forward_s);
-      } else {
-        std::rotate(fwd_seq.begin(), fwd_seq.begin() + static_cast<std::ptrdiff_t>(sync_at + 1), fwd_seq.end());
-        bound("forward", cost::host_paced_s(fwd_seq, issue), le.forward_s);
-      }
+      std::rotate(fwd_seq.begin(), fwd_seq.begin() + static_cast<std::ptrdiff_t>(sync_at + 1), fwd_seq.end());
+      bound("forward", cost::host_paced_s(fwd_seq, issue), le.forward_s);
       bound("input_grad", (launches_b + (graphed_b ? 1 : 0)) * issue, le.backward_s);
     }
     out.layers.push_back(std::move(le));

@@ -6,7 +6,6 @@
 
 #include <array>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "cost/gemm_efficiency.hpp"
@@ -70,12 +69,22 @@ struct OpTime {
 /// the dies ("duplicate mode"), each die taking m / dies rows.
 OpTime op_time(const ComputeModel& cm, const model::Op& op);
 
+/// One op as the host issues it: its launches (fractional: a graph kernel's framework
+/// launches), its device time, and whether it is a host wait (the host stops until the
+/// device has finished everything before it, then goes on).
+struct IssuedOp {
+  double launches = 0;
+  double time_s = 0;
+  bool wait = false;
+};
+
 /// When the last kernel of `ops` ends, issued in order from an empty queue onto one in-order
 /// stream by a host that needs `issue_s` per launch: each kernel starts when it has been
-/// issued or when the kernel before it ends, whichever is later. `ops` holds (launches,
-/// device seconds) per op; an op's time is shared evenly over its launches, and an op with
-/// no launch (a host wait) runs after everything issued before it.
-double host_paced_s(const std::vector<std::pair<double, double>>& ops, double issue_s);
+/// issued or when the kernel before it ends, whichever is later. An op's time is shared
+/// evenly over its launches; an op with no launch (a graphed op, replayed by an earlier
+/// graph launch) runs after the kernels before it; a wait runs after them too, and the host
+/// issues nothing more until it ends.
+double host_paced_s(const std::vector<IssuedOp>& ops, double issue_s);
 
 /// The op's calibration class (index into kOpClassNames; -1 for host syncs) and its name.
 int op_class(const model::Op& op);

@@ -309,9 +309,17 @@ TEST_SUITE("cost.host_issue") {
     // (issued at 10, 20, 30, 40 us, each 2 us long), the long one is issued at 50 us and ends
     // at 150.
     CHECK(cost::host_paced_s({{4, 8e-6}, {1, 100e-6}}, 10e-6) == doctest::Approx(150e-6));
-    // An op without a launch (a host wait of 20 us) starts once everything before it has been
-    // issued and has ended: 10 + 100, then + 20.
-    CHECK(cost::host_paced_s({{1, 100e-6}, {0, 20e-6}}, 10e-6) == doctest::Approx(130e-6));
+    // A host wait of 20 us starts once everything before it has ended: 10 + 100, then + 20.
+    CHECK(cost::host_paced_s({{1, 100e-6}, {0, 20e-6, true}}, 10e-6) == doctest::Approx(130e-6));
+    // ... and the host issues nothing until it ends: a 5 us kernel after it is issued at
+    // 130 + 10 and ends at 145 (had the host gone on, it would have been issued at 20 and
+    // ended at 135).
+    CHECK(cost::host_paced_s({{1, 100e-6}, {0, 20e-6, true}, {1, 5e-6}}, 10e-6) == doctest::Approx(145e-6));
+    // An op without a launch that is not a wait (a graphed kernel, replayed by an earlier
+    // graph launch) runs after the kernels before it and holds nothing up: a graph launch at
+    // 10 us, its two replayed kernels of 30 us to 70 us, the next kernel issued at 20 us runs
+    // after them: 75 us.
+    CHECK(cost::host_paced_s({{1, 0}, {0, 30e-6}, {0, 30e-6}, {1, 5e-6}}, 10e-6) == doctest::Approx(75e-6));
     // A fractional launch count (1.87 per graph kernel) is issued as whole launches sharing
     // the host time: 2 launches of 0.935 x 10 us, 50 us each: 9.35 + 50, then + 50.
     CHECK(cost::host_paced_s({{1.87, 100e-6}}, 10e-6) == doctest::Approx(109.35e-6));
@@ -414,13 +422,17 @@ TEST_SUITE("cost.host_issue") {
   }
 
   TEST_CASE("CUDA graphs: a MoE layer's kernels up to its host sync are one launch, forward and backward") {
-    // deepseek-v3-h800 with 1 ms of host time per launch, one launch per graph kernel. With
+    // deepseek-v3-h800 with 2 ms of host time per launch, one launch per graph kernel. With
     // per-layer graphs the forward ops before the token-count sync (attention, router) and
     // their backward kernels are replayed by one graph launch each way; the rest is issued
-    // kernel by kernel. So the MoE forward is (kernels after the sync + 1) x 1 ms and its
-    // backward (kernels of the ops after the sync + 1) x 1 ms.
+    // kernel by kernel. From one wait to the next the host issues the kernels after the sync
+    // (2 ms each, every kernel shorter than that, so each has ended before the next is
+    // issued), then the graph (2 ms), whose kernels run once it is issued, then waits: the
+    // MoE forward is (kernels after the sync + 1) x 2 ms + the graphed kernels' time + the
+    // wait's. Its backward has no wait: (kernels of the ops after the sync + 1) x 2 ms.
+    const double issue = 2e-3;
     Plan p = load_plan("deepseek-v3-h800");
-    p.hardware.device.host_issue_s = 1e-3;
+    p.hardware.device.host_issue_s = issue;
     p.hardware.device.launches_per_kernel = 1;
     p.strategy.training.cuda_graphs = true;
     const auto graph = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
@@ -435,15 +447,22 @@ TEST_SUITE("cost.host_issue") {
       REQUIRE(ops != nullptr);
       int before = 0, after_f = 0, after_b = 0, graphed_b = 0;
       bool synced = false;
+      double replayed_s = 0;  // the graphed forward kernels and the wait, as `l.ops` times them
+      std::size_t i = 0;
       for (const model::Op& op : ops->ops) {
+        REQUIRE(l.ops[i].name == op.name);
+        const double t = l.ops[i++].time_s;
         if (op.phase == model::Phase::Forward) {
           if (op.kind == model::OpKind::HostSync) {
             synced = true;
             CHECK_FALSE(op.graphed);
+            replayed_s += t;
             continue;
           }
           CHECK(op.graphed == !synced);
           (synced ? after_f : before) += op.kernels;
+          if (op.graphed) replayed_s += t;
+          if (!op.graphed) CHECK(t < issue);
         } else {
           (op.graphed ? graphed_b : after_b) += op.kernels;
         }
@@ -451,8 +470,8 @@ TEST_SUITE("cost.host_issue") {
       REQUIRE(synced);
       CHECK(before > 0);
       CHECK(graphed_b > 0);
-      CHECK(l.forward_s == doctest::Approx((after_f + 1) * 1e-3));
-      CHECK(l.backward_s == doctest::Approx((after_b + 1) * 1e-3));
+      CHECK(l.forward_s == doctest::Approx((after_f + 1) * issue + replayed_s));
+      CHECK(l.backward_s == doctest::Approx((after_b + 1) * issue));
     }
     CHECK(seen);
     // The planner's per-layer cost cache tells the two settings apart.
