@@ -384,6 +384,7 @@ struct RunsFit {
   std::string hardware;             ///< the hardware every run names
   std::vector<std::string> knobs;
   std::vector<double> values;       ///< fitted multipliers, in `knobs` order
+  std::vector<int> moved;           ///< per knob, the runs whose prediction it moves
   struct Row {
     std::string name, metric;
     double measured = 0, before = 0, after = 0, loo = 0;  ///< model, fitted, left-out fit
@@ -392,7 +393,7 @@ struct RunsFit {
   double mean_before_pct = 0, mean_after_pct = 0, mean_loo_pct = 0;  ///< mean |error|
 };
 /// Throws ConfigError (file `--knobs` or the case file) for an unknown or repeated knob, more
-/// knobs than runs / 3, or runs on different hardware.
+/// knobs than runs / 3, a knob that moves none of the runs, or runs on different hardware.
 [[nodiscard]] PARAPLAN_EXPORT RunsFit calibrate_runs(const std::vector<ValidationCase>& cases,
                                                      const std::vector<std::string>& knobs);
 /// Knobs, then per run measured / model / fitted / left-out with errors, then the means.

@@ -199,14 +199,33 @@ RunsFit calibrate_runs(const std::vector<ValidationCase>& cases, const std::vect
   RunsFit out;
   out.hardware = cases.front().plan.hardware.name;
   out.knobs = knobs;
-  out.values = fit_knobs(f, -1);
+  // Which runs each knob moves (at x 0.8: ep_overlap is a share that cannot rise above 1): a
+  // knob no run answers to cannot be fitted, and one that few runs answer to is fitted to
+  // those few whatever the total count.
   const std::vector<double> ones(knobs.size(), 1.0);
+  std::vector<double> base(cases.size());
+  for (std::size_t i = 0; i < cases.size(); ++i) base[i] = f.run(cases[i], ones).predicted;
+  for (std::size_t j = 0; j < knobs.size(); ++j) {
+    std::vector<double> probe = ones;
+    probe[j] = 0.8;
+    int moved = 0;
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      moved += std::fabs(f.run(cases[i], probe).predicted - base[i]) > 1e-9 * std::fabs(base[i]) ? 1 : 0;
+    }
+    out.moved.push_back(moved);
+    if (moved == 0) {
+      errors.push_back({"--knobs", 0, 0,
+                        "knob `" + knobs[j] + "` moves none of the runs (" + find_knob(knobs[j])->what + ")"});
+    }
+  }
+  if (!errors.empty()) throw ConfigError(errors);
+  out.values = fit_knobs(f, -1);
   for (std::size_t i = 0; i < cases.size(); ++i) {
     RunsFit::Row row;
     row.name = cases[i].name;
     row.metric = metric_name(cases[i].metric);
     row.measured = cases[i].measured;
-    row.before = f.run(cases[i], ones).predicted;
+    row.before = base[i];
     row.after = f.run(cases[i], out.values).predicted;
     // Leave this run out: fit on the others, predict it.
     const std::vector<double> loo = fit_knobs(f, static_cast<int>(i));
@@ -235,6 +254,11 @@ std::string runs_fit_text(const RunsFit& fit) {
     const KnobSpec* k = find_knob(fit.knobs[j]);
     out << "  " << pad(fit.knobs[j], 14, false) << " x " << fmt("%.4f", fit.values[j]) << "  (" << (k ? k->what : "")
         << ")" << (fit.values[j] <= 0.2501 || fit.values[j] >= 3.999 ? "  at its bound" : "") << "\n";
+    if (j < fit.moved.size()) {
+      const int n = fit.moved[static_cast<std::size_t>(j)];
+      out << "  " << pad("", 14, false) << "   moves " << n << " of " << fit.rows.size() << " runs"
+          << (n < 3 ? ": fewer than 3, fitted to those alone (their left-out errors show it)" : "") << "\n";
+    }
   }
   out << "\n" << pad("run", w + 2, false) << pad("metric", 26, false) << pad("measured", 11, true)
       << pad("model", 11, true) << pad("error", 9, true) << pad("fitted", 11, true) << pad("error", 9, true)
@@ -261,6 +285,9 @@ std::string runs_overlay_yaml(const RunsFit& fit, const HardwareSpec& base_hw, c
   for (const RunsFit::Row& r : fit.rows) y << "#   " << r.name << "\n";
   y << "# mean |error|: model " << fmt("%.1f", fit.mean_before_pct) << "%, fitted " << fmt("%.1f", fit.mean_after_pct)
     << "%, leave-one-out " << fmt("%.1f", fit.mean_loo_pct) << "%.\n";
+  for (std::size_t j = 0; j < fit.knobs.size() && j < fit.moved.size(); ++j) {
+    y << "# " << fit.knobs[j] << " moves " << fit.moved[j] << " of the " << fit.rows.size() << " runs.\n";
+  }
   y << "extends: " << base << "\nname: " << name << "\n";
   y << "description: " << base << " calibrated to measured runs (" << date << ")\n";
   y << "sources:\n  - \"" << command << " (" << date << ")\"\n";

@@ -1225,7 +1225,8 @@ int run(int argc, char** argv) {
       ->required();
   output_options(cal_runs, "Write a hardware file that extends the runs' hardware with the knobs");
   cal_runs->footer(
-      "Each knob multiplies one mechanism's time in the model (gemm: GEMM and grouped-GEMM kernels;\n"
+      "Each knob scales one mechanism in the model, a time multiplier unless said (gemm: GEMM and\n"
+      "grouped-GEMM kernels;\n"
       "fp8_gemm: the same, FP8 ones only; sustained: BF16 GEMM kernels in a training step,\n"
       "not in an `isolated: true` case;\n"
       "attention; memory: memory-bound kernels; communication: every tier's transfers; host: launch\n"

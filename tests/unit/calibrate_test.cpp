@@ -825,6 +825,13 @@ TEST_SUITE("calibrate.runs") {
     const std::vector<ValidationCase> h100 = load_cases(source("validation/nccl-allreduce-h100-node-1024mib.yaml"));
     const std::vector<ValidationCase> a100 = load_cases(source("validation/nccl-allreduce-a100-2node.yaml"));
     std::vector<ValidationCase> three = {h100[0], h100[0], h100[0]};
+    // A knob no run answers to: an all-reduce has no EP overlap to scale.
+    try {
+      (void)calibrate_runs(three, {"ep_overlap"});
+      FAIL("a knob that moves no run was fitted");
+    } catch (const ConfigError& e) {
+      CHECK(std::string(e.what()).find("knob `ep_overlap` moves none of the runs") != std::string::npos);
+    }
     CHECK_THROWS_AS((void)calibrate_runs(three, {"gemm", "host"}), ConfigError);  // 3 runs: 1 knob
     CHECK_THROWS_AS((void)calibrate_runs(three, {"flops"}), ConfigError);
     CHECK_THROWS_AS((void)calibrate_runs(three, {}), ConfigError);
@@ -901,6 +908,25 @@ TEST_SUITE("calibrate.runs") {
     const double before = run_case(dense).predicted;
     dense.plan.hardware.device.host_issue_s *= 2;
     CHECK(run_case(dense).predicted == before);  // no host sync in a dense layer: the host runs ahead
+    // Each knob's runs: every run has BF16 GEMMs (the LM head at least); FP8 GEMMs move the
+    // 12 NeMo FP8 runs and the Qwen3-235B row (Qwen3-30B's FP8 layers wait on the host either
+    // way); the host bounds passes of the three MoE rows; only the Qwen3-235B row overlaps its
+    // all-to-alls.
+    REQUIRE(fit.moved.size() == 4);
+    CHECK(fit.moved[0] == 26);
+    CHECK(fit.moved[1] == 13);
+    CHECK(fit.moved[2] == 3);
+    CHECK(fit.moved[3] == 1);
+    CHECK(runs_fit_text(fit).find("moves 1 of 26 runs: fewer than 3") != std::string::npos);
+    CHECK(yaml.find("# ep_overlap moves 1 of the 26 runs.") != std::string::npos);
+    // ep_overlap is a share: folded into the file's 0.8515, x 0.5 writes 0.42575, and x 1.5
+    // stops at 1 (the ideal), which the file then leaves out.
+    RunsFit one;
+    one.knobs = {"ep_overlap"};
+    one.values = {0.5};
+    CHECK(runs_overlay_yaml(one, h100, "h100-sxm-ib", "o", "c", "d").find("ep_overlap: 0.42575") != std::string::npos);
+    one.values = {1.5};
+    CHECK(runs_overlay_yaml(one, h100, "h100-sxm-ib", "o", "c", "d").find("ep_overlap") == std::string::npos);
     // fp8_gemm touches FP8 GEMMs only: a BF16 run on the same file is unchanged by it.
     ValidationCase bf16 = load_cases((fs::path(PARAPLAN_SOURCE_DIR) / "validation/zoo-qwen3-235b-deepep-ep8-fsdp.yaml").string()).front();
     const double with = run_case(bf16).predicted;

@@ -104,12 +104,13 @@ TEST_SUITE("search.step") {
     CHECK(x.run().time_s.ep_comm == doctest::Approx(8 * 6.0));
   }
 
-  TEST_CASE("calibration.ep_overlap: a share in (0, 1], read from the hardware file") {
+  TEST_CASE("calibration.ep_overlap: a share from 0.05 to 1, read from the hardware file") {
     CHECK(parse_hardware("extends: h800-ib\ncalibration:\n  ep_overlap: 0.7\n", "h.yaml").calibration.ep_overlap ==
           doctest::Approx(0.7));
     CHECK(load_hardware("h800-ib").calibration.ep_overlap == 1.0);  // not fitted: the ideal
     CHECK_THROWS_AS((void)parse_hardware("extends: h800-ib\ncalibration:\n  ep_overlap: 1.5\n", "h.yaml"), ConfigError);
-    CHECK_THROWS_AS((void)parse_hardware("extends: h800-ib\ncalibration:\n  ep_overlap: 0\n", "h.yaml"), ConfigError);
+    CHECK_THROWS_AS((void)parse_hardware("extends: h800-ib\ncalibration:\n  ep_overlap: 0.04\n", "h.yaml"), ConfigError);
+    CHECK(parse_hardware("extends: h800-ib\ncalibration:\n  ep_overlap: 0.05\n", "h.yaml").calibration.ep_overlap == 0.05);
   }
 
   TEST_CASE("TP communication is exposed unless overlap.tp") {
