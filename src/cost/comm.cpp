@@ -12,6 +12,44 @@ double dma_compute_share(const HardwareSpec& hw) {
                                                  : 0.0;
 }
 
+EpTransfers ep_transfers(const HardwareSpec& hw, const std::vector<CommOpEstimate>& ops) {
+  EpTransfers ep;
+  const bool units = dma_compute_share(hw) > 0;
+  for (const CommOpEstimate& op : ops) {
+    if (op.group != "ep") continue;
+    ep.time_s += op.time_s;
+    // On a device whose communication kernels hold a few of its compute units (`comm_units`:
+    // DeepEP's SMs, NCCL's channels), a stage that holds a share of them hides under compute
+    // that runs on the rest, and one that holds them all adds. On others (no comm_units:
+    // BR166) a stage's share is the part of its time the compute units are busy with it, and
+    // that adds.
+    if (units) {
+      double engine = 0;
+      for (const CommStageEstimate& st : op.stages) {
+        if (st.compute_share >= 1) {
+          engine += st.time_s;
+        } else if (st.compute_share > 0) {
+          ep.units = std::max(ep.units, st.compute_share);
+        }
+      }
+      ep.engine_s += std::min(engine, op.time_s);
+    } else {
+      ep.engine_s += std::min(op.compute_s, op.time_s);
+    }
+  }
+  return ep;
+}
+
+double ep_exposed(const EpTransfers& ep, double compute_s, bool overlapped, double overlap_share) {
+  if (!overlapped || ep.time_s <= 0) return ep.time_s;
+  const double dma = ep.time_s - ep.engine_s;
+  // (a share is below 1 by construction; 0.9 keeps a mistyped comm_units from stretching
+  // the window without bound)
+  const double window = dma > 0 ? compute_s / (1.0 - std::min(ep.units, 0.9)) : compute_s;
+  const double hideable = std::min(std::max(dma, 0.0), window);
+  return ep.engine_s + (window - compute_s) + std::max(0.0, dma - window) + (1.0 - overlap_share) * hideable;
+}
+
 
 const char* name(Algorithm a) {
   switch (a) {

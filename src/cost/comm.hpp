@@ -90,6 +90,21 @@ CollectiveCost send_recv(const HardwareSpec& hw, double bytes, long long stride,
 /// (comm_units 0, BR166 DMA) none.
 double dma_compute_share(const HardwareSpec& hw);
 
+/// A layer's EP transfers (`ops` of group "ep", either pass): their time, the part of it run
+/// by compute units (stages holding all of them; on a device without comm_units, each op's
+/// busy time), and the largest share of the units the other (DMA) stages' kernels hold.
+struct EpTransfers {
+  double time_s = 0, engine_s = 0, units = 0;
+};
+EpTransfers ep_transfers(const HardwareSpec& hw, const std::vector<CommOpEstimate>& ops);
+
+/// The EP time left exposed beside `compute_s` of the layer's compute (forward, backward and
+/// weight gradient of a paired micro-batch) when the strategy overlaps it: the engine part
+/// adds; the DMA part hides under the compute, which runs on the units the DMA kernels leave
+/// (a window of compute / (1 - units)); of what could hide, min(dma, window), the share
+/// `overlap_share` (calibration.ep_overlap) does. Not overlapped: all of it.
+double ep_exposed(const EpTransfers& ep, double compute_s, bool overlapped, double overlap_share);
+
 /// What a group spanning `nodes` nodes sees of a tier with switch levels: the smallest level
 /// that holds them (past the last level, the last one): bandwidth factor 1 / oversubscription
 /// and that level's latency. A tier without levels: factor 1 and its own latency.

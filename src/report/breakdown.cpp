@@ -109,25 +109,33 @@ std::string compute_json(const Plan& plan, const ComputeBreakdown& b, const Comm
 
 namespace paraplan::report {
 
-LayerTimes executed_layer(const Strategy& s, const LayerEstimate& l, const LayerComm* comm) {
+LayerTimes executed_layer(const Plan& plan, const LayerEstimate& l, const LayerComm* comm) {
+  const Strategy& s = plan.strategy;
   LayerTimes t{l.forward_s, l.backward_s};
   if (comm == nullptr) return t;
-  // Per group and direction: comm c (u of it on compute units) beside the layer's compute C.
+  // TP per direction: comm c (u of it on compute units) beside the layer's compute C.
   // Overlapped: max(c, C + u c) (compute runs on the units the comm leaves); otherwise C + c.
-  const bool ep_overlap = s.overlap.ep && s.parallel.pp > 1;
   for (const bool fwd : {true, false}) {
     double& C = fwd ? t.forward_s : t.backward_s;
-    for (const bool ep : {false, true}) {
-      double c = 0, busy = 0;
-      for (const CommOpEstimate& op : comm->ops) {
-        if ((op.phase == "forward") != fwd || (op.group == "ep") != ep || op.group == "cp") continue;
-        c += op.time_s;
-        busy += op.compute_s;
-      }
-      if (c <= 0) continue;
-      const bool overlapped = ep ? ep_overlap : s.overlap.tp;
-      C = overlapped ? std::max(c, C + busy) : C + c;
+    double c = 0, busy = 0;
+    for (const CommOpEstimate& op : comm->ops) {
+      if ((op.phase == "forward") != fwd || op.group == "ep" || op.group == "cp") continue;
+      c += op.time_s;
+      busy += op.compute_s;
     }
+    if (c > 0) C = s.overlap.tp ? std::max(c, C + busy) : C + c;
+  }
+  // EP as the step runs it (cost::ep_exposed, over the layer's compute of both passes),
+  // shared between the passes as their transfers are.
+  double ep_f = 0, ep_b = 0;
+  for (const CommOpEstimate& op : comm->ops) {
+    if (op.group == "ep") (op.phase == "forward" ? ep_f : ep_b) += op.time_s;
+  }
+  if (ep_f + ep_b > 0) {
+    const double exposed = cost::ep_exposed(cost::ep_transfers(plan.hardware, comm->ops), l.forward_s + l.backward_s,
+                                            s.overlap.ep && s.parallel.pp > 1, plan.hardware.calibration.ep_overlap);
+    t.forward_s += exposed * ep_f / (ep_f + ep_b);
+    t.backward_s += exposed * ep_b / (ep_f + ep_b);
   }
   const cost::CpExposed cp = cost::cp_exposed(s, comm->ops, cost::attention_times(l));
   t.forward_s += cp.forward_s;
@@ -163,7 +171,7 @@ void write_breakdown_fields(JsonWriter& w, const Plan& plan, const ComputeBreakd
     }
     // forward_s / backward_s: as executed, with the layer's TP / EP communication under the
     // strategy's overlap settings (DESIGN.md sec. 5); the compute alone beside them.
-    const LayerTimes x = executed_layer(plan.strategy, l, lcomm);
+    const LayerTimes x = executed_layer(plan, l, lcomm);
     w.begin_object();
     w.field("kind", l.kind).field("count", l.count);
     w.field("forward_s", x.forward_s).field("backward_s", x.backward_s);
@@ -252,7 +260,7 @@ std::string compute_text(const Plan& plan, const ComputeBreakdown& b, bool all_o
         if (lc.kind == l.kind) lcomm = &lc;
       }
     }
-    const report::LayerTimes x = report::executed_layer(s, l, lcomm);
+    const report::LayerTimes x = report::executed_layer(plan, l, lcomm);
     out += pad(l.kind, 11) + pad(std::to_string(l.count), 7, true) + pad(ms(l.forward_s), 13, true) +
            pad(ms(l.backward_s), 13, true) + pad(ms(l.recompute_s), 17, true) +
            pad(comm != nullptr ? ms(x.forward_s) : "-", 13, true) + pad(comm != nullptr ? ms(x.backward_s) : "-", 13, true) +

@@ -14,12 +14,13 @@ std::string layout_label(const Strategy& s);
 void write_strategy_object(JsonWriter& w, const Plan& plan);
 
 /// One layer kind's forward / backward time for one micro-batch as executed: its compute,
-/// with its TP and EP communication added, or overlapped as max(c, C + u c) where the
-/// strategy's overlap settings hide it (u = the compute units the comm occupies).
+/// with its TP communication added, or overlapped as max(c, C + u c) where overlap.tp hides
+/// it (u = the compute units the comm occupies), and its EP communication as the step runs
+/// it (cost::ep_exposed over both passes' compute, shared as the passes' transfers are).
 struct LayerTimes {
   double forward_s = 0, backward_s = 0;
 };
-LayerTimes executed_layer(const Strategy& s, const LayerEstimate& l, const LayerComm* comm);
+LayerTimes executed_layer(const Plan& plan, const LayerEstimate& l, const LayerComm* comm);
 
 /// `model`, `tokens`, `layers` (compute ops, and comm ops when `comm`), `routing`, `pp_send`.
 void write_breakdown_fields(JsonWriter& w, const Plan& plan, const ComputeBreakdown& b,

@@ -98,32 +98,16 @@ LayerCosts compute_layer_costs(const HardwareSpec& hw, const ModelSpec& m, const
       if (op.phase == "recompute" && op.kind != "memory") k.recompute_flops += op.flops;
     }
   }
-  const double units = cost::dma_compute_share(hw);
   for (KindCost* k : {&out.dense, &out.moe, &out.mtp, &out.embedding, &out.head}) k->ep_overlap = hw.calibration.ep_overlap;
   for (const LayerComm& l : comm.layers) {
     KindCost& k = kind_of(out, l.kind);
+    const cost::EpTransfers ep = cost::ep_transfers(hw, l.ops);
+    k.ep_engine = ep.engine_s;
+    k.ep_units = ep.units;
     for (const CommOpEstimate& op : l.ops) {
       const bool fwd = op.phase == "forward";
       if (op.group == "ep") {
         (fwd ? k.ep_f : k.ep_b) += op.time_s;
-        // On a device whose communication kernels hold a few of its compute units
-        // (`comm_units`: DeepEP's SMs, NCCL's channels), a stage that holds a share of them
-        // hides under compute that runs on the rest, and one that holds them all adds. On
-        // others (no comm_units: BR166) a stage's share is the part of its time the compute
-        // units are busy with it, and that adds.
-        if (units > 0) {
-          double engine = 0;
-          for (const CommStageEstimate& st : op.stages) {
-            if (st.compute_share >= 1) {
-              engine += st.time_s;
-            } else if (st.compute_share > 0) {
-              k.ep_units = std::max(k.ep_units, st.compute_share);
-            }
-          }
-          k.ep_engine += std::min(engine, op.time_s);
-        } else {
-          k.ep_engine += std::min(op.compute_s, op.time_s);
-        }
         k.queueing += op.queueing_s;
       } else if (op.group != "cp") {
         (fwd ? k.tp_f : k.tp_b) += op.time_s;

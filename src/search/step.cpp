@@ -47,13 +47,7 @@ Exposed expose(const KindCost& k, bool ep_overlap, bool tp_overlap) {
   }
   double ep_f = k.ep_f, ep_b = k.ep_b;
   if (ep_overlap && k.ep_f + k.ep_b > 0) {
-    const double dma = k.ep_f + k.ep_b - k.ep_engine;
-    // (a share is below 1 by construction; 0.9 keeps a mistyped comm_units from stretching
-    // the window without bound)
-    const double window = dma > 0 ? e.compute / (1.0 - std::min(k.ep_units, 0.9)) : e.compute;
-    const double hideable = std::min(std::max(dma, 0.0), window);
-    const double exposed =
-        k.ep_engine + (window - e.compute) + std::max(0.0, dma - window) + (1.0 - k.ep_overlap) * hideable;
+    const double exposed = cost::ep_exposed({k.ep_f + k.ep_b, k.ep_engine, k.ep_units}, e.compute, true, k.ep_overlap);
     const double scale = exposed / (k.ep_f + k.ep_b);
     ep_f *= scale;
     ep_b *= scale;

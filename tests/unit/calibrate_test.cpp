@@ -629,7 +629,7 @@ TEST_SUITE("calibrate.profile") {
       }
       for (const LayerEstimate& l : cb.layers) {
         if (l.kind == "moe") {
-          const report::LayerTimes x = report::executed_layer(plan.strategy, l, lc);
+          const report::LayerTimes x = report::executed_layer(plan, l, lc);
           return std::pair<double, double>{x.forward_s * 1e3, x.backward_s * 1e3};
         }
       }
