@@ -74,16 +74,20 @@ void apply(HardwareSpec& hw, const std::string& knob, double x) {
 struct RunsObjective {
   const std::vector<ValidationCase>& cases;
   const std::vector<std::string>& knobs;
+  /// Per knob, the runs it moves (empty: all). A search along one knob sums only those: the
+  /// others' errors do not change along it, so the minimum is the same.
+  std::vector<std::vector<bool>> moves;
 
   CaseResult run(const ValidationCase& c, const std::vector<double>& x) const {
     ValidationCase k = c;
     for (std::size_t j = 0; j < knobs.size(); ++j) apply(k.plan.hardware, knobs[j], x[j]);
     return run_case(k);
   }
-  double operator()(const std::vector<double>& x, int skip) const {
+  double operator()(const std::vector<double>& x, int skip, int along = -1) const {
     double sum = 0;
     for (std::size_t i = 0; i < cases.size(); ++i) {
       if (static_cast<int>(i) == skip) continue;
+      if (along >= 0 && !moves.empty() && !moves[static_cast<std::size_t>(along)][i]) continue;
       const CaseResult r = run(cases[i], x);
       const double e = std::log(std::max(r.predicted, 1e-300) / r.measured);
       sum += e * e;
@@ -109,7 +113,7 @@ std::vector<double> fit_knobs(const RunsObjective& f, int skip) {
       auto at = [&](double u) {
         std::vector<double> y = x;
         y[j] = std::exp(u);
-        return f(y, skip);
+        return f(y, skip, static_cast<int>(j));
       };
       constexpr int kScan = 25;
       const double step = (hi - lo) / (kScan - 1);
@@ -195,22 +199,29 @@ RunsFit calibrate_runs(const std::vector<ValidationCase>& cases, const std::vect
   }
   if (!errors.empty()) throw ConfigError(errors);
 
-  const RunsObjective f{cases, knobs};
+  RunsObjective f{cases, knobs, {}};
   RunsFit out;
   out.hardware = cases.front().plan.hardware.name;
   out.knobs = knobs;
-  // Which runs each knob moves (at x 0.8: ep_overlap is a share that cannot rise above 1): a
-  // knob no run answers to cannot be fitted, and one that few runs answer to is fitted to
-  // those few whatever the total count.
+  // Which runs each knob moves, at either end of its range (x 1/4 and x 4; ep_overlap, a
+  // share, stops at 1): a knob no run answers to cannot be fitted, one that few runs answer
+  // to is fitted to those few whatever the total count, and the search along a knob need
+  // only run those.
   const std::vector<double> ones(knobs.size(), 1.0);
   std::vector<double> base(cases.size());
   for (std::size_t i = 0; i < cases.size(); ++i) base[i] = f.run(cases[i], ones).predicted;
+  std::vector<std::vector<bool>> moves;
   for (std::size_t j = 0; j < knobs.size(); ++j) {
-    std::vector<double> probe = ones;
-    probe[j] = 0.8;
+    moves.emplace_back(cases.size(), false);
     int moved = 0;
-    for (std::size_t i = 0; i < cases.size(); ++i) {
-      moved += std::fabs(f.run(cases[i], probe).predicted - base[i]) > 1e-9 * std::fabs(base[i]) ? 1 : 0;
+    for (const double end : {0.25, 4.0}) {
+      std::vector<double> probe = ones;
+      probe[j] = end;
+      for (std::size_t i = 0; i < cases.size(); ++i) {
+        if (moves[j][i]) continue;
+        moves[j][i] = std::fabs(f.run(cases[i], probe).predicted - base[i]) > 1e-9 * std::fabs(base[i]);
+        moved += moves[j][i] ? 1 : 0;
+      }
     }
     out.moved.push_back(moved);
     if (moved == 0) {
@@ -219,6 +230,7 @@ RunsFit calibrate_runs(const std::vector<ValidationCase>& cases, const std::vect
     }
   }
   if (!errors.empty()) throw ConfigError(errors);
+  f.moves = moves;
   out.values = fit_knobs(f, -1);
   for (std::size_t i = 0; i < cases.size(); ++i) {
     RunsFit::Row row;

@@ -7,7 +7,7 @@ A command counts when it appears in a code block or a code span, starts with `pa
 `...`). Files it writes (-o, --into, --trace) go to a temporary folder. A command whose
 input files are not in the repository (the user's own trace, say) is listed as needing
 the user's file, not run. Expected exit: 2 where the block shows `error:` lines after the
-command, else 0. Usage: run_examples.py CLI REPO_ROOT
+command, else 0. Usage: run_examples.py CLI REPO_ROOT [SECONDS_PER_COMMAND]
 """
 
 import os
@@ -18,6 +18,9 @@ import sys
 import tempfile
 
 cli, root = sys.argv[1], sys.argv[2]
+# Seconds per command: a sanitizer build runs several times slower (run_examples.py CLI ROOT
+# [TIMEOUT]).
+timeout = int(sys.argv[3]) if len(sys.argv) > 3 else 300
 docs = [os.path.join(root, "README.md")] + sorted(
     os.path.join(root, "docs", f) for f in os.listdir(os.path.join(root, "docs")) if f.endswith(".md"))
 
@@ -132,7 +135,7 @@ for cmd, expect in [c for doc in docs for c in commands(doc)] + help_examples():
                 expanded += [os.path.relpath(h, root) for h in hits] or [a]
             else:
                 expanded.append(a)
-        p = subprocess.run([cli] + expanded, cwd=root, capture_output=True, text=True, timeout=300)
+        p = subprocess.run([cli] + expanded, cwd=root, capture_output=True, text=True, timeout=timeout)
         ran += 1
         ok = p.returncode == expect and (p.stdout.strip() or p.stderr.strip())
         print(("ok  " if ok else "FAIL") + f" exit {p.returncode} (expected {expect}): {line}")
