@@ -210,19 +210,16 @@ RunsFit calibrate_runs(const std::vector<ValidationCase>& cases, const std::vect
   const std::vector<double> ones(knobs.size(), 1.0);
   std::vector<double> base(cases.size());
   for (std::size_t i = 0; i < cases.size(); ++i) base[i] = f.run(cases[i], ones).predicted;
-  std::vector<std::vector<bool>> moves;
   for (std::size_t j = 0; j < knobs.size(); ++j) {
-    moves.emplace_back(cases.size(), false);
-    int moved = 0;
+    std::vector<bool>& moves = f.moves.emplace_back(cases.size(), false);
     for (const double end : {0.25, 4.0}) {
       std::vector<double> probe = ones;
       probe[j] = end;
       for (std::size_t i = 0; i < cases.size(); ++i) {
-        if (moves[j][i]) continue;
-        moves[j][i] = std::fabs(f.run(cases[i], probe).predicted - base[i]) > 1e-9 * std::fabs(base[i]);
-        moved += moves[j][i] ? 1 : 0;
+        if (!moves[i]) moves[i] = std::fabs(f.run(cases[i], probe).predicted - base[i]) > 1e-9 * std::fabs(base[i]);
       }
     }
+    const int moved = static_cast<int>(std::count(moves.begin(), moves.end(), true));
     out.moved.push_back(moved);
     if (moved == 0) {
       errors.push_back({"--knobs", 0, 0,
@@ -230,7 +227,6 @@ RunsFit calibrate_runs(const std::vector<ValidationCase>& cases, const std::vect
     }
   }
   if (!errors.empty()) throw ConfigError(errors);
-  f.moves = moves;
   out.values = fit_knobs(f, -1);
   for (std::size_t i = 0; i < cases.size(); ++i) {
     RunsFit::Row row;

@@ -59,7 +59,7 @@ struct KindCost {
   double ep_f = 0, ep_b = 0;   ///< EP dispatch + combine, forward / backward
   double ep_engine = 0;         ///< of ep_f + ep_b: transfers run by compute units (engine: compute)
   double ep_units = 0;          ///< share of the compute units the other (DMA) transfers' kernels hold
-  double ep_overlap = 1;        ///< the share of its ideal gain the EP overlap realises (calibration.ep_overlap)
+  double ep_overlap = 1;        ///< of the EP time that could hide, the share that does (calibration.ep_overlap)
   double queueing = 0;         ///< Kingman waits, forward + backward
 };
 
