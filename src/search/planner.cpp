@@ -332,6 +332,12 @@ struct Planner::Impl {
       return 2.0 * collective_time(Collective::AllGather, group, stride, on_dies, param * params, memo);
     };
     c.dp_s = sync(dense_group, p.tp, false, dense) + sync(edp, expert_stride, dies, expert);
+    // The parameter all-gather alone: it waits for the optimizer and runs in another window.
+    auto param_gather = [&](int group, long long stride, bool on_dies, double params) {
+      if (zero == 0 || group <= 1 || params <= 0) return 0.0;
+      return collective_time(Collective::AllGather, group, stride, on_dies, param * params, memo);
+    };
+    c.dp_param_s = param_gather(dense_group, p.tp, false, dense) + param_gather(edp, expert_stride, dies, expert);
     c.dp_gather_s = gather(dense_group, p.tp, false, dense) + gather(edp, expert_stride, dies, expert);
     return c;
   }

@@ -310,8 +310,10 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
     const double chain = (s.schedule == Schedule::Interleaved ? p.pp * p.vpp : p.pp) - 1.0;
     t.pp_comm = 2 * (s.overlap.pp ? chain : chain + micro) * comm.pp_send_s;
   }
-  // DP: bucketed reduce-scatter / all-gather overlapped with the last micro-batch's
-  // backward and the next step's first forward; the last bucket is always exposed.
+  // DP: the bucketed gradient reduce-scatter (or all-reduce) overlapped with the last
+  // micro-batch's backward, whose gradients it waits for, and the parameter all-gather with
+  // the next step's first forward, which waits for it (Megatron's overlap_grad_reduce and
+  // overlap_param_gather); the last bucket of each is always exposed.
   if (s.overlap.dp) {
     const double params = memory.stages.empty() ? 1.0
         : std::max(1.0, memory.stages[static_cast<std::size_t>(memory.worst_stage)].dense_params +
@@ -319,7 +321,9 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
     const double bucket = std::min(1.0, 40e6 / params);  // Megatron's default bucket: 40M elements
     // ZeRO-3 (FSDP): each micro-batch's layer-by-layer parameter gathers prefetch under that
     // micro-batch's compute; the first bucket of each waits.
-    const double sync = std::max(comm.dp_s * bucket, comm.dp_s - worst.total());
+    const double reduce = comm.dp_s - comm.dp_param_s;
+    const double sync = std::max(reduce * bucket, reduce - (worst.b + worst.w)) +
+                        std::max(comm.dp_param_s * bucket, comm.dp_param_s - worst.f);
     const double gather = micro * std::max(comm.dp_gather_s * bucket, comm.dp_gather_s - worst.total());
     // What runs beside compute still takes the collective kernels' SMs from it.
     const double hidden = comm.dp_s - sync + micro * comm.dp_gather_s - gather;

@@ -13,6 +13,7 @@ namespace paraplan::search {
 struct StrategyComm {
   double pp_send_s = 0;   ///< one micro-batch's activations to the next stage
   double dp_s = 0;        ///< gradient reduce-scatter + parameter all-gather (or all-reduce) per step
+  double dp_param_s = 0;  ///< of dp_s, the updated parameters' all-gather (0 with an all-reduce)
   double dp_gather_s = 0; ///< ZeRO-3: the parameter all-gathers of one micro-batch (forward and backward)
 };
 

@@ -113,6 +113,34 @@ TEST_SUITE("search.step") {
     CHECK(parse_hardware("extends: h800-ib\ncalibration:\n  ep_overlap: 0.05\n", "h.yaml").calibration.ep_overlap == 0.05);
   }
 
+  TEST_CASE("DP overlap: the reduce-scatter hides under the last backward, the parameter all-gather under the first forward") {
+    // One stage of 4 layers, one micro-batch: F = 4 s, B + W = 8 + 4 = 12 s. 4e9 parameters:
+    // Megatron's 40M-element bucket is 1% of them, the part of each collective that always
+    // waits. What hides still takes the collective kernels' share of the compute units
+    // (comm_units / compute_units) from the compute it runs beside.
+    Synthetic x(4, 1, 1, Schedule::OneFOneB);
+    x.s.overlap.dp = true;
+    MemoryEstimate mem;
+    mem.stages.emplace_back();
+    mem.stages[0].dense_params = 4e9;
+    const double share = static_cast<double>(x.hw.device.comm_units) / x.hw.device.compute_units;
+    auto dp = [&](double sync, double param) {
+      search::StrategyComm comm;
+      comm.dp_s = sync;
+      comm.dp_param_s = param;
+      return search::evaluate_step(x.hw, x.m, x.s, x.c, mem, comm).time_s.dp_comm;
+    };
+    // Reduce-scatter 10 s inside the 12 s backward: its last bucket, 0.1 s, waits. All-gather
+    // 10 s against the 4 s forward: 6 s wait. 20 - 6.1 s hide.
+    CHECK(dp(20, 10) == doctest::Approx(0.1 + 6 + (20 - 6.1) * share));
+    // An all-reduce of 20 s (no ZeRO: no all-gather) against the 12 s backward: 8 s wait; the
+    // forward after the step does not wait for it, so it cannot hide there.
+    CHECK(dp(20, 0) == doctest::Approx(8 + 12 * share));
+    // Without overlap all of it waits.
+    x.s.overlap.dp = false;
+    CHECK(dp(20, 10) == doctest::Approx(20));
+  }
+
   TEST_CASE("TP communication is exposed unless overlap.tp") {
     Synthetic x(4, 4, 8, Schedule::OneFOneB);
     x.c.dense.tp_f = 0.25;
