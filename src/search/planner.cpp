@@ -319,25 +319,23 @@ struct Planner::Impl {
     // BF16 parameters are gathered, FP8 ones with FP8 parameters (the stage's BF16 embedding
     // or head, a few percent of its parameters, is counted at the same width).
     const double param = s.training.fp8_weights_only() ? 1.0 : 2.0;
-    auto sync = [&](int group, long long stride, bool on_dies, double params) {
+    // FP32 (or BF16) main gradients reduced: all-reduced without ZeRO, else reduce-scattered
+    // and the updated parameters gathered after the optimizer (a window of its own).
+    auto reduce = [&](int group, long long stride, bool on_dies, double params) {
       if (group <= 1 || params <= 0) return 0.0;
-      // FP32 (or BF16) main gradients reduced, the updated parameters gathered.
-      if (zero == 0) return collective_time(Collective::AllReduce, group, stride, on_dies, grad * params, memo);
-      return collective_time(Collective::ReduceScatter, group, stride, on_dies, grad * params, memo) +
-             collective_time(Collective::AllGather, group, stride, on_dies, param * params, memo);
+      return collective_time(zero == 0 ? Collective::AllReduce : Collective::ReduceScatter, group, stride,
+                             on_dies, grad * params, memo);
     };
-    // ZeRO-3 gathers the weights again for every micro-batch's forward and backward.
-    auto gather = [&](int group, long long stride, bool on_dies, double params) {
-      if (zero < 3 || group <= 1 || params <= 0) return 0.0;
-      return 2.0 * collective_time(Collective::AllGather, group, stride, on_dies, param * params, memo);
-    };
-    c.dp_s = sync(dense_group, p.tp, false, dense) + sync(edp, expert_stride, dies, expert);
-    // The parameter all-gather alone: it waits for the optimizer and runs in another window.
     auto param_gather = [&](int group, long long stride, bool on_dies, double params) {
       if (zero == 0 || group <= 1 || params <= 0) return 0.0;
       return collective_time(Collective::AllGather, group, stride, on_dies, param * params, memo);
     };
+    // ZeRO-3 gathers the weights again for every micro-batch's forward and backward.
+    auto gather = [&](int group, long long stride, bool on_dies, double params) {
+      return zero < 3 ? 0.0 : 2.0 * param_gather(group, stride, on_dies, params);
+    };
     c.dp_param_s = param_gather(dense_group, p.tp, false, dense) + param_gather(edp, expert_stride, dies, expert);
+    c.dp_s = reduce(dense_group, p.tp, false, dense) + reduce(edp, expert_stride, dies, expert) + c.dp_param_s;
     c.dp_gather_s = gather(dense_group, p.tp, false, dense) + gather(edp, expert_stride, dies, expert);
     return c;
   }
