@@ -122,7 +122,8 @@ struct MamfCalibration {
                                                              double peak = 0, double roofline_bytes_per_s = 0,
                                                              double input_bytes = 2);
 
-/// The sustained GEMM rate against the short-burst one (calibration.sustained): the same
+/// The sustained GEMM rate against the short-burst one (calibration.sustained; for an FP8
+/// sweep calibration.fp8_gemm, which FP8 GEMMs take instead): the same
 /// GEMM sweep timed twice, each row after the GPU idled (`burst`: the clock at its maximum)
 /// and rows back to back (`capped`: the board at its power limit, the clock lower), as
 /// bench/gpu/gemm.py --burst and without. The factor is the capped sweep's total time over
@@ -431,8 +432,10 @@ struct HardwareOverlay {
   bool memory = false;
   MemoryCalibration memory_fit;
   std::string memory_source;
-  /// calibration.sustained, measured, with the command that measured it
+  /// calibration.sustained (fp8_gemm from an FP8 sweep: FP8 GEMMs take no `sustained`),
+  /// measured, with the command that measured it
   bool sustained = false;
+  bool sustained_fp8 = false;
   SustainedCalibration sustained_fit;
   std::string sustained_command;
   /// device.host_issue / host_sync, with their source

@@ -544,7 +544,7 @@ std::string hardware_overlay_yaml(const HardwareOverlay& o) {
     y << "  # " << f.rows << " GEMMs timed back to back (at the power limit) and after idle; total time "
       << util::fmt("%.4g", f.factor) << " x,\n  # per row median " << util::fmt("%.4g", f.median) << " x (" << util::fmt("%.3g", f.low)
       << " .. " << util::fmt("%.3g", f.high) << ")\n";
-    y << "  sustained: " << util::fmt("%.4g", f.factor) << "\n";
+    y << (o.sustained_fp8 ? "  fp8_gemm: " : "  sustained: ") << util::fmt("%.4g", f.factor) << "\n";
   }
   if (!o.gemm_table.empty()) {
     y << "device:\n  gemm_efficiency:\n    " << o.gemm_table << ":\n";

@@ -897,6 +897,7 @@ int cmd_calibrate_sustained(const CalibrateArgs& a) {
   const std::string& burst = a.files.at(0);
   const std::string& capped = a.files.at(1);
   o.sustained = true;
+  o.sustained_fp8 = a.dtype == "fp8";
   o.sustained_fit = paraplan::calibrate_sustained(paraplan::read_gemm_rows(burst, peak),
                                                   paraplan::read_gemm_rows(capped, peak), burst, capped);
   o.sustained_command = "paraplan calibrate sustained " + burst + " " + capped + " -H " + a.hardware +
@@ -906,8 +907,10 @@ int cmd_calibrate_sustained(const CalibrateArgs& a) {
   if (f.unmatched > 0) std::cout << " (" << f.unmatched << " in one only, left out)";
   std::cout << "\n  back to back they take " << num("%.4g", f.factor) << " x the time after idle (per row: median "
             << num("%.4g", f.median) << " x, " << num("%.3g", f.low) << " .. " << num("%.3g", f.high) << ")\n"
-            << "  calibration.sustained: " << num("%.4g", f.factor) << " (" << a.hardware << ": "
-            << num("%.4g", hw.calibration.sustained) << ")\n";
+            << "  calibration." << (o.sustained_fp8 ? "fp8_gemm" : "sustained") << ": " << num("%.4g", f.factor)
+            << " (" << a.hardware << ": " << num("%.4g", o.sustained_fp8 ? hw.calibration.fp8_gemm : hw.calibration.sustained)
+            << (o.sustained_fp8 ? "; a fit to runs holds the FP8 recipe's own cost beside the power limit" : "")
+            << ")\n";
   return write_overlay(a, o);
 }
 
@@ -1261,12 +1264,14 @@ int run(int argc, char** argv) {
       "launch", "Host costs (bench/gpu/launch.py) -> device.host_issue, host_sync");
   cal_launch->add_option("file", cal.files, "CSV: quantity,time_us")->required()->expected(1);
   auto* cal_sustained = calibrate->add_subcommand(
-      "sustained", "One GEMM sweep timed after idle and back to back -> calibration.sustained (the power limit's cost)");
+      "sustained", "One GEMM sweep timed after idle and back to back -> calibration.sustained (fp8_gemm\n"
+                   "for an FP8 sweep): the power limit's cost");
   cal_sustained->add_option("files", cal.files,
                             "BURST.csv (bench/gpu/gemm.py --burst 0.3) and CAPPED.csv (bench/gpu/gemm.py), same shapes")
       ->required()
       ->expected(2);
-  cal_sustained->add_option("--dtype", cal.dtype, "bf16 | fp8: the sweeps' precision (for their rates' peak)")
+  cal_sustained->add_option("--dtype", cal.dtype,
+                            "bf16 | fp8: the sweeps' precision (their rates' peak; fp8 writes fp8_gemm)")
       ->check(CLI::IsMember({"bf16", "fp8"}))
       ->capture_default_str();
   auto* cal_profile = calibrate->add_subcommand(

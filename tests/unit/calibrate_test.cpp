@@ -293,6 +293,34 @@ TEST_SUITE("calibrate.gemm_model") {
     CHECK(c.factor == doctest::Approx(451807.411 / 398629.071).epsilon(1e-4));
   }
 
+  TEST_CASE("an FP8 sweep's power limit is written as fp8_gemm (FP8 GEMMs take no `sustained`)") {
+    // `paraplan calibrate sustained hardware/calibration/h100-sxm-gemm-fp8-burst.csv
+    // hardware/calibration/h100-sxm-gemm-fp8-capped.csv -H h100-sxm-ib --dtype fp8`: the
+    // capped file's 119 times over the burst file's, summed by hand from their time_us
+    // columns: 83356.758 / 73511.318 us = 1.1339, the figure h800-ib carries as fp8_gemm.
+    const auto burst = read_gemm_rows(source("hardware/calibration/h100-sxm-gemm-fp8-burst.csv"), 1979e12);
+    const auto capped = read_gemm_rows(source("hardware/calibration/h100-sxm-gemm-fp8-capped.csv"), 1979e12);
+    HardwareOverlay o;
+    o.base = "h100-sxm-ib";
+    o.name = "h100-fp8-power";
+    o.date = "2026-11-27";
+    o.sustained = true;
+    o.sustained_fp8 = true;
+    o.sustained_fit = calibrate_sustained(burst, capped, "burst", "capped");
+    o.sustained_command = "paraplan calibrate sustained burst capped -H h100-sxm-ib --dtype fp8";
+    CHECK(o.sustained_fit.rows == 119);
+    CHECK(o.sustained_fit.factor == doctest::Approx(83356.758 / 73511.318).epsilon(1e-4));
+    const HardwareSpec fp8 = parse_hardware(hardware_overlay_yaml(o), "h100-fp8-power.yaml");
+    CHECK(fp8.calibration.fp8_gemm == doctest::Approx(1.134).epsilon(1e-3));
+    CHECK(fp8.calibration.sustained == load_hardware("h100-sxm-ib").calibration.sustained);  // inherited, untouched
+    CHECK(load_hardware("h800-ib").calibration.fp8_gemm == doctest::Approx(fp8.calibration.fp8_gemm).epsilon(1e-3));
+    // A BF16 sweep writes `sustained` and leaves fp8_gemm as inherited.
+    o.sustained_fp8 = false;
+    const HardwareSpec bf16 = parse_hardware(hardware_overlay_yaml(o), "h100-bf16-power.yaml");
+    CHECK(bf16.calibration.sustained == doctest::Approx(1.134).epsilon(1e-3));
+    CHECK(bf16.calibration.fp8_gemm == load_hardware("h100-sxm-ib").calibration.fp8_gemm);
+  }
+
   TEST_CASE("recorded fits: re-running them gives the numbers the presets carry") {
     // hardware/a100-sxm-ib.yaml takes its tiles, k_overhead and wgrad from the fit of
     // `paraplan calibrate gemm hardware/calibration/a100-pcie-gemm-simumax.csv --model -H
