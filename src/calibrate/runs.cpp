@@ -263,7 +263,7 @@ std::string runs_fit_text(const RunsFit& fit) {
     out << "  " << pad(fit.knobs[j], 14, false) << " x " << fmt("%.4f", fit.values[j]) << "  (" << (k ? k->what : "")
         << ")" << (fit.values[j] <= 0.2501 || fit.values[j] >= 3.999 ? "  at its bound" : "") << "\n";
     if (j < fit.moved.size()) {
-      const int n = fit.moved[static_cast<std::size_t>(j)];
+      const int n = fit.moved[j];
       out << "  " << pad("", 14, false) << "   moves " << n << " of " << fit.rows.size() << " runs"
           << (n < 3 ? ": fewer than 3, fitted to those alone (their left-out errors show it)" : "") << "\n";
     }

@@ -903,14 +903,16 @@ int cmd_calibrate_sustained(const CalibrateArgs& a) {
   o.sustained_command = "paraplan calibrate sustained " + burst + " " + capped + " -H " + a.hardware +
                         (a.dtype == "fp8" ? " --dtype fp8" : "");
   const paraplan::SustainedCalibration& f = o.sustained_fit;
+  // FP8 GEMMs take fp8_gemm instead of `sustained`.
+  const char* field = o.sustained_fp8 ? "fp8_gemm" : "sustained";
+  const double current = o.sustained_fp8 ? hw.calibration.fp8_gemm : hw.calibration.sustained;
   std::cout << capped << " against " << burst << ": " << f.rows << " GEMMs in both";
   if (f.unmatched > 0) std::cout << " (" << f.unmatched << " in one only, left out)";
   std::cout << "\n  back to back they take " << num("%.4g", f.factor) << " x the time after idle (per row: median "
             << num("%.4g", f.median) << " x, " << num("%.3g", f.low) << " .. " << num("%.3g", f.high) << ")\n"
-            << "  calibration." << (o.sustained_fp8 ? "fp8_gemm" : "sustained") << ": " << num("%.4g", f.factor)
-            << " (" << a.hardware << ": " << num("%.4g", o.sustained_fp8 ? hw.calibration.fp8_gemm : hw.calibration.sustained)
-            << (o.sustained_fp8 ? "; a fit to runs holds the FP8 recipe's own cost beside the power limit" : "")
-            << ")\n";
+            << "  calibration." << field << ": " << num("%.4g", f.factor) << " (" << a.hardware << ": "
+            << num("%.4g", current)
+            << (o.sustained_fp8 ? "; a fit to runs holds the FP8 recipe's own cost beside the power limit" : "") << ")\n";
   return write_overlay(a, o);
 }
 

@@ -98,7 +98,7 @@ LayerCosts compute_layer_costs(const HardwareSpec& hw, const ModelSpec& m, const
       if (op.phase == "recompute" && op.kind != "memory") k.recompute_flops += op.flops;
     }
   }
-  for (KindCost* k : {&out.dense, &out.moe, &out.mtp, &out.embedding, &out.head}) k->ep_overlap = hw.calibration.ep_overlap;
+  out.ep_overlap = hw.calibration.ep_overlap;
   for (const LayerComm& l : comm.layers) {
     KindCost& k = kind_of(out, l.kind);
     const cost::EpTransfers ep = cost::ep_transfers(hw, l.ops);

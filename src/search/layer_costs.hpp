@@ -59,7 +59,6 @@ struct KindCost {
   double ep_f = 0, ep_b = 0;   ///< EP dispatch + combine, forward / backward
   double ep_engine = 0;         ///< of ep_f + ep_b: transfers run by compute units (engine: compute)
   double ep_units = 0;          ///< share of the compute units the other (DMA) transfers' kernels hold
-  double ep_overlap = 1;        ///< of the EP time that could hide, the share that does (calibration.ep_overlap)
   double queueing = 0;         ///< Kingman waits, forward + backward
 };
 
@@ -67,6 +66,7 @@ struct KindCost {
 struct LayerCosts {
   KindCost dense, moe, mtp, embedding, head;
   double rank_load = 1.0;     ///< busiest EP rank / mean (routing)
+  double ep_overlap = 1;      ///< of the EP time that could hide, the share that does (calibration.ep_overlap)
   double model_flops_per_token = 0;  ///< MFU convention at the key's sequence length, MTP included
   cost::MemoryInputs memory;  ///< the memory model's per-key inputs
 };

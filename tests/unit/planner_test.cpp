@@ -95,7 +95,7 @@ TEST_SUITE("search.step") {
     CHECK(x.run().time_s.ep_comm == doctest::Approx(8 * (0.5 + 1.0 + 0.5)));
     // calibration.ep_overlap 0.8: of what could hide, min(5.5 s of DMA, the 5 s window) = 5 s,
     // 0.8 hides and 1 s waits: 0.5 + 1.0 + 0.5 + 1.0.
-    x.c.dense.ep_overlap = 0.8;
+    x.c.ep_overlap = 0.8;
     CHECK(x.run().time_s.ep_comm == doctest::Approx(8 * (0.5 + 1.0 + 0.5 + 1.0)));
     x.c.dense.ep_f = 1.0;  // 1.5 s of DMA inside the window: 0.2 x 1.5 = 0.3 s of it waits
     CHECK(x.run().time_s.ep_comm == doctest::Approx(8 * (0.5 + 1.0 + 0.3)));
