@@ -23,9 +23,16 @@ struct OpEstimate {
   int groups = 1;         ///< grouped GEMM: experts on this rank
   double efficiency = 0;  ///< achieved / peak FLOP/s used for the time (GEMM, attention)
   bool per_die = false;   ///< ran on one die (die-level EP)
+  bool fp8 = false;       ///< a GEMM run in FP8
   int kernels = 1;        ///< kernels launched (0 for a host synchronisation)
   double achieved = 0;    ///< FLOP/s (GEMM, attention) or bytes/s (memory) over time_s
   std::string bound;      ///< what limits it: compute | memory | launch | host
+  /// A GEMM of a tensor-parallel block (attention | mlp | shared_experts), whose TP exchange
+  /// it can hide with overlap.tp; empty otherwise.
+  std::string block;
+  /// With overlap.tp, a GEMM that pipelines a TP exchange: its time run in the overlap's
+  /// chunks of its rows (cost::tp_exposed); 0 for the others.
+  double split_s = 0;
 };
 
 /// One layer kind: the time of one micro-batch through one layer of that kind.

@@ -142,4 +142,25 @@ struct CpExposed {
 };
 CpExposed cp_exposed(const Strategy& s, const std::vector<CommOpEstimate>& ops, const AttentionTimes& attn);
 
+/// A layer's TP exchange (its `tp` ops from estimate_comm) as the strategy runs it, per pass:
+/// what it adds to the layer's compute. Without overlap.tp, all of it. With it, as
+/// Transformer Engine's userbuffers overlap each exchange with the GEMMs of its block
+/// (OpEstimate::block; split_s, the GEMM in the overlap's chunks), with the methods of
+/// Megatron-Bridge's tuned configurations: the all-gathers before the column-parallel GEMMs
+/// and before the row-parallel dgrad are ring exchanges on the copy engine beside the chunked
+/// GEMM (max(split, transfer + split / tp)); the reduce-scatter after the row-parallel GEMM is
+/// one too with FP8 GEMMs, and with BF16 ones a pipeline of 4 chunks whose GEMM runs on the
+/// units its kernels leave (max(G + r, G / 4 + 4 r), G = split / (1 - u), r = transfer / 4);
+/// the input's second all-gather (for the weight gradient) and the input gradient's
+/// reduce-scatter run beside the column-parallel dgrad and wgrad, which keep all the units
+/// and lose the share the transfer's kernels hold while it runs (bulk: max(GEMM + u
+/// transfer, transfer)). u: Transformer Engine's 16 SMs of the device's compute units
+/// (0 on a device without comm_units, whose transfers' busy time adds). Stages on compute
+/// units add in full. An all-reduce (no sequence parallelism) is not overlapped.
+struct TpExposed {
+  double forward_s = 0, backward_s = 0;
+};
+TpExposed tp_exposed(const HardwareSpec& hw, const Strategy& s, const std::vector<CommOpEstimate>& ops,
+                     const LayerEstimate& layer);
+
 }  // namespace paraplan::cost

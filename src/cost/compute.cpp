@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "paraplan/estimate.hpp"
 
@@ -224,6 +227,76 @@ OpTime op_time(const ComputeModel& cm, const model::Op& op) {
 }  // namespace paraplan::cost
 
 namespace paraplan {
+namespace {
+
+// The tensor-parallel block a GEMM belongs to: the TP exchanges of its block (layer_comm)
+// can hide under it with overlap.tp.
+const char* tp_block(const model::Op& op) {
+  if (op.kind != model::OpKind::Gemm) return "";
+  switch (op.module) {
+    case model::Module::AttnProj:
+    case model::Module::MlaUpProj: return "attention";
+    case model::Module::Mlp: return "mlp";
+    case model::Module::SharedExperts: return "shared_experts";
+    default: return "";
+  }
+}
+
+// A GEMM run as `chunks` GEMMs of m / chunks rows each, as a TP overlap pipelines it: every
+// chunk is a kernel of its own and reads the whole weight. Transformer Engine issues the
+// chunks round-robin on min(3, chunks) compute streams (NVTE_COMM_OVERLAP_MAX_STREAMS,
+// TransformerEngine@d0067d0 transformer_engine/common/include/transformer_engine/
+// comm_gemm_overlap.h; split_overlap_ag / split_overlap_rs in common/comm_gemm_overlap/
+// comm_gemm_overlap.cpp), from its C++ loop: a chunk's tiles fill the units the one before
+// leaves idle and its launch hides behind the other streams' kernels. The tiles keep the
+// whole GEMM's wave quantization; the split costs the weight read once per chunk.
+double split_time(const cost::ComputeModel& cm, const model::Op& op, int chunks) {
+  model::Op whole = op;
+  const double weights = op.k * op.n * (op.low_precision && cm.fp8 ? 1.0 : 2.0);
+  whole.bytes = op.bytes + (chunks - 1) * weights;
+  return cost::op_time(cm, whole).time_s;
+}
+
+// overlap.tp as Transformer Engine's userbuffers run it with Megatron-Bridge's tuned
+// configurations (NVIDIA-NeMo/Megatron-Bridge@067f987 src/megatron/bridge/training/
+// comm_overlap.py; TransformerEngine@d0067d0 transformer_engine/pytorch/module/base.py for
+// the methods): the all-gather before a block's column-parallel GEMMs (qkv, fc1) and the one
+// of the output gradient before its row-parallel GEMM's dgrad (proj, fc2) are ring exchanges
+// that split the GEMM into TP-degree chunks; the reduce-scatter after the row-parallel
+// forward GEMM is a ring exchange too with FP8 GEMMs, and with BF16 ones a pipeline of 4
+// chunks (num_splits 4). The row-parallel GEMM of a block is its last forward GEMM. Marks
+// each block GEMM and prices the chunked ones.
+void split_tp_gemms(const cost::ComputeModel& cm, const std::vector<model::Op>& ops, LayerEstimate& le, int tp) {
+  constexpr int kPipelineSplits = 4;
+  std::vector<std::pair<std::string, std::string>> row;  // block -> its row-parallel GEMM
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const std::string block = tp_block(ops[i]);
+    if (block.empty()) continue;
+    le.ops[i].block = block;
+    if (ops[i].phase != model::Phase::Forward) continue;
+    auto it = std::find_if(row.begin(), row.end(), [&](const auto& r) { return r.first == block; });
+    if (it == row.end()) {
+      row.emplace_back(block, ops[i].name);
+    } else {
+      it->second = ops[i].name;
+    }
+  }
+  if (tp <= 1) return;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const std::string& block = le.ops[i].block;
+    if (block.empty()) continue;
+    const auto it = std::find_if(row.begin(), row.end(), [&](const auto& r) { return r.first == block; });
+    const std::string& row_name = it->second;
+    if (ops[i].phase == model::Phase::Forward) {
+      const bool pipeline = ops[i].name == row_name && !le.ops[i].fp8;
+      le.ops[i].split_s = split_time(cm, ops[i], pipeline ? kPipelineSplits : tp);
+    } else if (ops[i].phase == model::Phase::InputGrad && ops[i].name == row_name + ".dgrad") {
+      le.ops[i].split_s = split_time(cm, ops[i], tp);
+    }
+  }
+}
+
+}  // namespace
 
 ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
   const double load = expert_load * plan.strategy.moe.imbalance;
@@ -265,6 +338,7 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
       oe.groups = op.groups;
       oe.efficiency = t.efficiency;
       oe.per_die = op.per_die;
+      oe.fp8 = op.low_precision && cm.fp8 && (op.kind == model::OpKind::Gemm || op.kind == model::OpKind::GroupedGemm);
       oe.kernels = op.kind == model::OpKind::HostSync ? 0 : op.kernels;
       oe.op_class = cost::op_class_name(op);
       if (op.kind == model::OpKind::GroupedGemm && cm.kernel != nullptr && cm.kernel->grouped_loop) {
@@ -294,6 +368,7 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
       }
       le.ops.push_back(std::move(oe));
     }
+    split_tp_gemms(cm, layer.ops, le, plan.strategy.overlap.tp ? plan.strategy.parallel.tp : 1);
     // A forward that waits at a host synchronisation (dropless MoE token counts) issues the
     // kernels after it from an empty queue, and the next layer's before its own wait: from
     // one wait to the next, each kernel starts when the host has issued it (device.host_issue

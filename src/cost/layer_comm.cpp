@@ -3,6 +3,8 @@
 // the pipeline send of one micro-batch's activations.
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "cost/comm.hpp"
 #include "cost/dispatch.hpp"
@@ -318,6 +320,127 @@ CpExposed cp_exposed(const Strategy& s, const std::vector<CommOpEstimate>& ops, 
     }
   }
   if (attn.recomputed) e.backward_s += e.forward_s;
+  return e;
+}
+
+TpExposed tp_exposed(const HardwareSpec& hw, const Strategy& s, const std::vector<CommOpEstimate>& ops,
+                     const LayerEstimate& layer) {
+  TpExposed e;
+  // The share of the units a pipelined or bulk exchange's kernels hold: Transformer Engine's
+  // 16 SMs (num_sm of its default pipeline and bulk methods, TransformerEngine@d0067d0
+  // transformer_engine/pytorch/module/base.py, initialize_ub) on a device whose
+  // communication runs on its compute units (comm_units); none elsewhere.
+  constexpr double kOverlapUnits = 16;
+  const double units = hw.device.compute_units;
+  const double u = dma_compute_share(hw) > 0 && units > 0 ? std::min(kOverlapUnits / units, 0.9) : 0.0;
+  // One exchange: the part that can hide (DMA stages) and the part that adds (stages on all
+  // the compute units; on a device without comm_units, the op's busy time).
+  struct Part {
+    double dma = 0, fixed = 0;
+  };
+  auto part_of = [&](const CommOpEstimate& op) {
+    Part p;
+    if (dma_compute_share(hw) > 0) {
+      for (const CommStageEstimate& st : op.stages) {
+        if (st.compute_share >= 1) p.fixed += st.time_s;
+      }
+      p.fixed = std::min(p.fixed, op.time_s);
+    } else {
+      p.fixed = std::min(op.compute_s, op.time_s);
+    }
+    p.dma = op.time_s - p.fixed;
+    return p;
+  };
+  struct Block {
+    std::string name;
+    Part ag_f, rs_f, grad_out, grad_in;  // the backward: the output gradient's all-gather, the input gradient's reduce-scatter
+    double all_reduce_f = 0, all_reduce_b = 0;
+  };
+  std::vector<Block> blocks;
+  for (const CommOpEstimate& op : ops) {
+    if (op.group != "tp") continue;
+    const bool fwd = op.phase == "forward";
+    if (!s.overlap.tp) {
+      (fwd ? e.forward_s : e.backward_s) += op.time_s;
+      continue;
+    }
+    const std::size_t dot = op.name.find('.');
+    const std::string block = dot == std::string::npos ? std::string() : op.name.substr(0, dot);
+    const std::string what = dot == std::string::npos ? op.name : op.name.substr(dot + 1);
+    auto it = std::find_if(blocks.begin(), blocks.end(), [&](const Block& b) { return b.name == block; });
+    if (it == blocks.end()) {
+      blocks.push_back(Block{block, {}, {}, {}, {}, 0, 0});
+      it = blocks.end() - 1;
+    }
+    // The backward mirrors the forward: the reduce-scatter's gradient is an all-gather of the
+    // output gradient, the all-gather's a reduce-scatter of the input gradient.
+    if (what == "tp_all_gather") {
+      (fwd ? it->ag_f : it->grad_in) = part_of(op);
+    } else if (what == "tp_reduce_scatter") {
+      (fwd ? it->rs_f : it->grad_out) = part_of(op);
+    } else {
+      (fwd ? it->all_reduce_f : it->all_reduce_b) += op.time_s;
+    }
+  }
+  for (const Block& b : blocks) {
+    // The block's GEMMs: the row-parallel one is its last forward GEMM.
+    std::string row;
+    for (const OpEstimate& op : layer.ops) {
+      if (op.block == b.name && op.phase == "forward") row = op.name;
+    }
+    double col_f = 0, col_f_split = 0, row_f = 0, row_f_split = 0, row_d = 0, row_d_split = 0, col_d = 0, col_w = 0;
+    bool row_fp8 = false;
+    for (const OpEstimate& op : layer.ops) {
+      if (op.block != b.name) continue;
+      const double split = op.split_s > 0 ? op.split_s : op.time_s;
+      if (op.phase == "forward") {
+        (op.name == row ? row_f : col_f) += op.time_s;
+        (op.name == row ? row_f_split : col_f_split) += split;
+        if (op.name == row) row_fp8 = op.fp8;
+      } else if (op.phase == "input_grad") {
+        if (op.name == row + ".dgrad") {
+          row_d += op.time_s;
+          row_d_split += split;
+        } else {
+          col_d += op.time_s;
+        }
+      } else if (op.phase == "weight_grad" && op.name != row + ".wgrad") {
+        col_w += op.time_s;
+      }
+    }
+    e.forward_s += b.all_reduce_f;
+    e.backward_s += b.all_reduce_b;
+    if (b.all_reduce_f + b.all_reduce_b > 0) continue;  // without sequence parallelism, nothing splits
+    if (row.empty()) {  // no GEMM to hide under
+      e.forward_s += b.ag_f.dma + b.ag_f.fixed + b.rs_f.dma + b.rs_f.fixed;
+      e.backward_s += b.grad_out.dma + b.grad_out.fixed + b.grad_in.dma + b.grad_in.fixed;
+      continue;
+    }
+    const int tp = std::max(2, s.parallel.tp);
+    // Ring exchange: tp chunk GEMMs (`split`, side by side on TE's streams), the first on the
+    // local chunk, each later one once the copy engine has brought its chunk: the chunks'
+    // time, or the whole transfer and the last chunk.
+    auto ring = [&](double base, double split, const Part& x) {
+      return std::max(split, x.dma + split / tp) - base + x.fixed;
+    };
+    // Pipeline of 4 chunks on the units the transfer's kernels leave: each chunk's
+    // reduce-scatter after its GEMM, one at a time; the last one after all GEMMs.
+    auto pipeline = [&](double base, double split, const Part& x) {
+      constexpr int kChunks = 4;
+      const double gemm = split / (1 - u);
+      return std::max(gemm + x.dma / kChunks, gemm / kChunks + x.dma) - base + x.fixed;
+    };
+    // Bulk: the transfer's kernels beside the whole GEMM, which keeps all the units
+    // (set_sm_margin off in Megatron-Bridge's tuned configurations,
+    // NVIDIA-NeMo/Megatron-Bridge@067f987 src/megatron/bridge/training/comm_overlap.py) and
+    // loses the share they hold while they run.
+    auto bulk = [&](double base, const Part& x) { return std::max(base + u * x.dma, x.dma) - base + x.fixed; };
+    e.forward_s += ring(col_f, col_f_split, b.ag_f) +
+                   (row_fp8 ? ring(row_f, row_f_split, b.rs_f) : pipeline(row_f, row_f_split, b.rs_f));
+    // The input is gathered again for the weight gradient (TE keeps its local shard) beside
+    // the column-parallel dgrad: the forward's all-gather once more.
+    e.backward_s += ring(row_d, row_d_split, b.grad_out) + bulk(col_d, b.ag_f) + bulk(col_w, b.grad_in);
+  }
   return e;
 }
 

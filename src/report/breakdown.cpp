@@ -113,18 +113,9 @@ LayerTimes executed_layer(const Plan& plan, const LayerEstimate& l, const LayerC
   const Strategy& s = plan.strategy;
   LayerTimes t{l.forward_s, l.backward_s};
   if (comm == nullptr) return t;
-  // TP per direction: comm c (u of it on compute units) beside the layer's compute C.
-  // Overlapped: max(c, C + u c) (compute runs on the units the comm leaves); otherwise C + c.
-  for (const bool fwd : {true, false}) {
-    double& C = fwd ? t.forward_s : t.backward_s;
-    double c = 0, busy = 0;
-    for (const CommOpEstimate& op : comm->ops) {
-      if ((op.phase == "forward") != fwd || op.group == "ep" || op.group == "cp") continue;
-      c += op.time_s;
-      busy += op.compute_s;
-    }
-    if (c > 0) C = s.overlap.tp ? std::max(c, C + busy) : C + c;
-  }
+  const cost::TpExposed tp = cost::tp_exposed(plan.hardware, s, comm->ops, l);
+  t.forward_s += tp.forward_s;
+  t.backward_s += tp.backward_s;
   // EP as the step runs it (cost::ep_exposed, over the layer's compute of both passes),
   // shared between the passes as their transfers are.
   double ep_f = 0, ep_b = 0;

@@ -14,9 +14,9 @@ std::string layout_label(const Strategy& s);
 void write_strategy_object(JsonWriter& w, const Plan& plan);
 
 /// One layer kind's forward / backward time for one micro-batch as executed: its compute,
-/// with its TP communication added, or overlapped as max(c, C + u c) where overlap.tp hides
-/// it (u = the compute units the comm occupies), and its EP communication as the step runs
-/// it (cost::ep_exposed over both passes' compute, shared as the passes' transfers are).
+/// with its TP communication as the strategy runs it (cost::tp_exposed), and its EP
+/// communication as the step runs it (cost::ep_exposed over both passes' compute, shared as
+/// the passes' transfers are).
 struct LayerTimes {
   double forward_s = 0, backward_s = 0;
 };

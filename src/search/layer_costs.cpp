@@ -109,8 +109,6 @@ LayerCosts compute_layer_costs(const HardwareSpec& hw, const ModelSpec& m, const
       if (op.group == "ep") {
         (fwd ? k.ep_f : k.ep_b) += op.time_s;
         k.queueing += op.queueing_s;
-      } else if (op.group != "cp") {
-        (fwd ? k.tp_f : k.tp_b) += op.time_s;
       }
     }
     for (const LayerEstimate& le : compute.layers) {
@@ -118,6 +116,9 @@ LayerCosts compute_layer_costs(const HardwareSpec& hw, const ModelSpec& m, const
       const cost::CpExposed cp = cost::cp_exposed(s, l.ops, cost::attention_times(le));
       k.cp_f = cp.forward_s;
       k.cp_b = cp.backward_s;
+      const cost::TpExposed tp = cost::tp_exposed(hw, s, l.ops, le);
+      k.tp_f = tp.forward_s;
+      k.tp_b = tp.backward_s;
     }
   }
   out.memory = cost::memory_inputs(plan, out.rank_load);

@@ -54,7 +54,7 @@ LayerKey key_of(const Strategy& s, int model_seq);
 struct KindCost {
   double f = 0, b = 0, w = 0;  ///< compute: forward, input grad + recompute, weight grad
   double recompute_flops = 0;  ///< FLOP re-executed in the backward
-  double tp_f = 0, tp_b = 0;   ///< TP collectives, forward / backward
+  double tp_f = 0, tp_b = 0;   ///< TP collectives as run: exposed + overlap cost (cost::tp_exposed)
   double cp_f = 0, cp_b = 0;   ///< CP exchange left exposed by its own overlap (cost::cp_exposed)
   double ep_f = 0, ep_b = 0;   ///< EP dispatch + combine, forward / backward
   double ep_engine = 0;         ///< of ep_f + ep_b: transfers run by compute units (engine: compute)

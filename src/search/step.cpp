@@ -33,18 +33,12 @@ struct Exposed {
 // max(0, dma - window). (deepseek-ai/profile-data train.json: DeepEP kernels are resident
 // 113.4 ms of the chunk pair's 130.6 ms of compute kernels.) Of what could hide,
 // min(dma, window), the hardware's calibration.ep_overlap share does; the rest adds.
-// Without overlap everything adds. TP: exposed unless overlap.tp, then hidden under the
-// layer's compute in the same way. CP: what its own overlap leaves (cost::cp_exposed); it is
-// reported with TP.
-Exposed expose(const KindCost& k, bool ep_overlap, double ep_share, bool tp_overlap) {
+// Without overlap everything adds. TP and CP: what their own overlap leaves and costs
+// (cost::tp_exposed, cost::cp_exposed, precomputed per layer); CP is reported with TP.
+Exposed expose(const KindCost& k, bool ep_overlap, double ep_share) {
   Exposed e;
   e.compute = k.f + k.b + k.w;
-  double tp_f = k.tp_f, tp_b = k.tp_b;
-  if (tp_overlap && k.tp_f + k.tp_b > 0) {
-    const double scale = std::max(0.0, k.tp_f + k.tp_b - e.compute) / (k.tp_f + k.tp_b);
-    tp_f *= scale;
-    tp_b *= scale;
-  }
+  const double tp_f = k.tp_f, tp_b = k.tp_b;
   double ep_f = k.ep_f, ep_b = k.ep_b;
   if (ep_overlap && k.ep_f + k.ep_b > 0) {
     const double exposed = cost::ep_exposed({k.ep_f + k.ep_b, k.ep_engine, k.ep_units}, e.compute, true, ep_share);
@@ -134,11 +128,11 @@ template <typename OnChunk, typename OnRank>
 void each_rank(const ModelSpec& m, const Strategy& s, const LayerCosts& c, OnChunk&& on_chunk, OnRank&& on_rank,
                bool every_rank = true) {
   const bool ep_overlap = ep_overlapped(s);
-  const Exposed dense = expose(c.dense, ep_overlap, c.ep_overlap, s.overlap.tp);
-  const Exposed moe = expose(c.moe, ep_overlap, c.ep_overlap, s.overlap.tp);
-  const Exposed mtp = expose(c.mtp, ep_overlap, c.ep_overlap, s.overlap.tp);
-  const Exposed emb = expose(c.embedding, false, c.ep_overlap, s.overlap.tp);
-  const Exposed head = expose(c.head, false, c.ep_overlap, s.overlap.tp);
+  const Exposed dense = expose(c.dense, ep_overlap, c.ep_overlap);
+  const Exposed moe = expose(c.moe, ep_overlap, c.ep_overlap);
+  const Exposed mtp = expose(c.mtp, ep_overlap, c.ep_overlap);
+  const Exposed emb = expose(c.embedding, false, c.ep_overlap);
+  const Exposed head = expose(c.head, false, c.ep_overlap);
   const int nd_model = model::dense_layers(m);
   const auto runs = every_rank ? nullptr : schedule::rank_runs(m, s, nd_model);
   const auto layout = every_rank ? schedule::rank_chunks(m, s) : runs->ranks;
@@ -213,7 +207,7 @@ StepScale step_scale(const HardwareSpec& hw, const ModelSpec& m, const Strategy&
 double step_lower_bound(const ModelSpec& m, const Strategy& s, const LayerCosts& c) {
   const bool ep_overlap = ep_overlapped(s);
   auto total = [&](const KindCost& k) {
-    const Exposed e = expose(k, ep_overlap, c.ep_overlap, s.overlap.tp);
+    const Exposed e = expose(k, ep_overlap, c.ep_overlap);
     return e.f + e.b + e.w;
   };
   const double layers = model::dense_layers(m) * total(c.dense) + model::moe_layers(m) * total(c.moe);

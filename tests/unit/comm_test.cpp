@@ -843,6 +843,101 @@ TEST_SUITE("cost.comm") {
     CHECK(ar == doctest::Approx(2 * 7.0 / 8 * 8.0 * (1 << 30) / 480e9).epsilon(0.02));
   }
 
+  TEST_CASE("overlap.tp: each TP exchange hides under its own block's GEMMs, at TE's costs") {
+    // By hand, made-up times in ms, one MLP block at TP4 on h100-sxm-ib (132 SMs; its
+    // communication runs on SMs, comm_units 20): fc1 1.0 (in the overlap's chunks 1.1), fc2
+    // 0.8 (0.85); backward fc2.dgrad 0.8 (0.85), fc1.dgrad 1.0, wgrads 0.8 and 1.0. The
+    // all-gathers take 0.5, the reduce-scatters 0.6. Transformer Engine's pipeline and bulk
+    // kernels hold 16 of the 132 SMs: u = 16 / 132.
+    const HardwareSpec hw = load_hardware("h100-sxm-ib");
+    Strategy s;
+    s.parallel.tp = 4;
+    s.parallel.sp = true;
+    s.overlap.tp = true;
+    auto gemm = [](const char* name, const char* phase, double t, double split, bool fp8 = false) {
+      OpEstimate op;
+      op.name = name;
+      op.phase = phase;
+      op.kind = "gemm";
+      op.block = "mlp";
+      op.time_s = t * 1e-3;
+      op.split_s = split * 1e-3;
+      op.fp8 = fp8;
+      return op;
+    };
+    LayerEstimate layer;
+    layer.ops = {gemm("fc1", "forward", 1.0, 1.1), gemm("fc2", "forward", 0.8, 0.85),
+                 gemm("fc2.dgrad", "input_grad", 0.8, 0.85), gemm("fc2.wgrad", "weight_grad", 0.8, 0),
+                 gemm("fc1.dgrad", "input_grad", 1.0, 0), gemm("fc1.wgrad", "weight_grad", 1.0, 0)};
+    auto tp_op = [](const char* name, const char* phase, double t) {
+      return CommOpEstimate{name, phase, "tp", "ring", t * 1e-3, 0, 0, 1, {}};
+    };
+    std::vector<CommOpEstimate> ops = {tp_op("mlp.tp_all_gather", "forward", 0.5), tp_op("mlp.tp_reduce_scatter", "forward", 0.6),
+                                       tp_op("mlp.tp_all_gather", "backward", 0.5), tp_op("mlp.tp_reduce_scatter", "backward", 0.6)};
+    const double u = 16.0 / 132;
+    // Forward. fc1 beside the ring-exchanged all-gather: max(1.1, 0.5 + 1.1 / 4) - 1.0 = 0.1.
+    // fc2 (BF16) in the 4-chunk pipeline on 116 SMs: G = 0.85 / (1 - u); max(G + 0.6 / 4,
+    // G / 4 + 0.6) - 0.8.
+    const double G = 0.85 / (1 - u);
+    const double fwd = 0.1 + (std::max(G + 0.15, G / 4 + 0.6) - 0.8);
+    // Backward. fc2.dgrad beside the output gradient's all-gather (the forward reduce-scatter's
+    // mirror, 0.6): max(0.85, 0.6 + 0.85 / 4) - 0.8 = 0.05. The input's second all-gather
+    // (0.5) beside fc1.dgrad and the input gradient's reduce-scatter (0.5) beside fc1.wgrad:
+    // each GEMM loses u of the SMs for 0.5 ms.
+    const double bwd = 0.05 + 2 * u * 0.5;
+    cost::TpExposed e = cost::tp_exposed(hw, s, ops, layer);
+    CHECK(e.forward_s == doctest::Approx(fwd * 1e-3));
+    CHECK(e.backward_s == doctest::Approx(bwd * 1e-3));
+    // With FP8 GEMMs the reduce-scatter is a ring exchange too: max(0.85, 0.6 + 0.85 / 4) - 0.8.
+    layer.ops[1].fp8 = true;
+    e = cost::tp_exposed(hw, s, ops, layer);
+    CHECK(e.forward_s == doctest::Approx((0.1 + 0.05) * 1e-3));
+    layer.ops[1].fp8 = false;
+    // An all-gather longer than its GEMM waits: the whole 2.0 ms transfer and the last of the
+    // four chunks, 2.0 + 1.1 / 4 - 1.0 = 1.275 beside fc1 (and the backward bulk one shows
+    // 2.0 - 1.0 beside fc1.dgrad).
+    ops[0].time_s = 2.0e-3;
+    e = cost::tp_exposed(hw, s, ops, layer);
+    CHECK(e.forward_s == doctest::Approx((1.275 + (fwd - 0.1)) * 1e-3));
+    CHECK(e.backward_s == doctest::Approx((0.05 + 1.0 + u * 0.5) * 1e-3));
+    // Without overlap.tp each exchange adds whole; so does an all-reduce (no sequence
+    // parallelism), which the overlap cannot split.
+    s.overlap.tp = false;
+    e = cost::tp_exposed(hw, s, ops, layer);
+    CHECK(e.forward_s == doctest::Approx(2.6e-3));
+    CHECK(e.backward_s == doctest::Approx(1.1e-3));
+    s.overlap.tp = true;
+    std::vector<CommOpEstimate> ar = {tp_op("mlp.tp_all_reduce", "forward", 0.7), tp_op("mlp.tp_all_reduce", "backward", 0.7)};
+    e = cost::tp_exposed(hw, s, ar, layer);
+    CHECK(e.forward_s == doctest::Approx(0.7e-3));
+    CHECK(e.backward_s == doctest::Approx(0.7e-3));
+  }
+
+  TEST_CASE("overlap.tp splits a block's GEMMs: the whole GEMM's tiles, the weight read per chunk") {
+    // Llama 3 70B's dense layer at TP4 + SP on h100-sxm-ib, BF16: the overlapped GEMMs carry
+    // split_s, their time with the weight (k x n BF16) read once more per extra chunk; at these
+    // shapes the GEMMs stay compute-bound, so the split costs nothing more (the tiles keep the
+    // whole GEMM's wave quantization, the chunks' launches hide behind TE's other streams).
+    Plan plan{load_hardware("h100-sxm-ib"), load_model("llama3-70b"), Strategy{}};
+    plan.strategy.parallel.tp = 4;
+    plan.strategy.parallel.sp = true;
+    plan.strategy.overlap.tp = true;
+    const ComputeBreakdown b = estimate_compute(plan);
+    int split = 0;
+    for (const LayerEstimate& l : b.layers) {
+      for (const OpEstimate& op : l.ops) {
+        if (op.name == "o_proj" || op.name == "down_proj" || op.name == "qkv_proj" || op.name == "gate_up_proj" ||
+            op.name == "o_proj.dgrad" || op.name == "down_proj.dgrad") {
+          CHECK(op.block == (op.name.rfind("o_proj", 0) == 0 || op.name.rfind("qkv", 0) == 0 ? "attention" : "mlp"));
+          CHECK(op.split_s == doctest::Approx(op.time_s));
+          ++split;
+        }
+        if (op.name == "gate_up_proj.wgrad" || op.name == "qkv_proj.dgrad") CHECK(op.split_s == 0);
+      }
+    }
+    CHECK(split == 6);
+  }
+
   TEST_CASE("a send/recv moves its whole message across the tier it crosses") {
     // Two H100s in different nodes (stride 8): 100 MB go over the RDMA tier once, whole. The
     // time is at least 100 MB at the tier's line rate (it was half of that before: the
