@@ -360,10 +360,6 @@ TpExposed tp_exposed(const HardwareSpec& hw, const Strategy& s, const std::vecto
   for (const CommOpEstimate& op : ops) {
     if (op.group != "tp") continue;
     const bool fwd = op.phase == "forward";
-    if (!s.overlap.tp) {
-      (fwd ? e.forward_s : e.backward_s) += op.time_s;
-      continue;
-    }
     const std::size_t dot = op.name.find('.');
     const std::string block = dot == std::string::npos ? std::string() : op.name.substr(0, dot);
     const std::string what = dot == std::string::npos ? op.name : op.name.substr(dot + 1);
@@ -383,15 +379,26 @@ TpExposed tp_exposed(const HardwareSpec& hw, const Strategy& s, const std::vecto
     }
   }
   for (const Block& b : blocks) {
-    // The block's GEMMs: the row-parallel one is its last forward GEMM.
+    // The block's GEMMs: the row-parallel one is its last forward GEMM. A block whose GEMMs
+    // run again in the backward (recompute) exchanges again there, as its forward did.
     std::string row;
+    bool recomputed = false;
     for (const OpEstimate& op : layer.ops) {
-      if (op.block == b.name && op.phase == "forward") row = op.name;
+      if (op.block.empty() || op.block != b.name) continue;
+      if (op.phase == "forward") row = op.name;
+      if (op.phase == "recompute") recomputed = true;
+    }
+    if (!s.overlap.tp) {
+      const double fwd = b.all_reduce_f + b.ag_f.dma + b.ag_f.fixed + b.rs_f.dma + b.rs_f.fixed;
+      e.forward_s += fwd;
+      e.backward_s += b.all_reduce_b + b.grad_out.dma + b.grad_out.fixed + b.grad_in.dma + b.grad_in.fixed +
+                      (recomputed ? fwd : 0.0);
+      continue;
     }
     double col_f = 0, col_f_split = 0, row_f = 0, row_f_split = 0, row_d = 0, row_d_split = 0, col_d = 0, col_w = 0;
     bool row_fp8 = false;
     for (const OpEstimate& op : layer.ops) {
-      if (op.block != b.name) continue;
+      if (op.block.empty() || op.block != b.name) continue;
       const double split = op.split_s > 0 ? op.split_s : op.time_s;
       if (op.phase == "forward") {
         (op.name == row ? row_f : col_f) += op.time_s;
@@ -408,12 +415,15 @@ TpExposed tp_exposed(const HardwareSpec& hw, const Strategy& s, const std::vecto
         col_w += op.time_s;
       }
     }
-    e.forward_s += b.all_reduce_f;
-    e.backward_s += b.all_reduce_b;
-    if (b.all_reduce_f + b.all_reduce_b > 0) continue;  // without sequence parallelism, nothing splits
+    if (b.all_reduce_f + b.all_reduce_b > 0) {  // without sequence parallelism, nothing splits
+      e.forward_s += b.all_reduce_f;
+      e.backward_s += b.all_reduce_b + (recomputed ? b.all_reduce_f : 0.0);
+      continue;
+    }
     if (row.empty()) {  // no GEMM to hide under
-      e.forward_s += b.ag_f.dma + b.ag_f.fixed + b.rs_f.dma + b.rs_f.fixed;
-      e.backward_s += b.grad_out.dma + b.grad_out.fixed + b.grad_in.dma + b.grad_in.fixed;
+      const double fwd = b.ag_f.dma + b.ag_f.fixed + b.rs_f.dma + b.rs_f.fixed;
+      e.forward_s += fwd;
+      e.backward_s += b.grad_out.dma + b.grad_out.fixed + b.grad_in.dma + b.grad_in.fixed + (recomputed ? fwd : 0.0);
       continue;
     }
     const int tp = std::max(2, s.parallel.tp);
@@ -435,11 +445,13 @@ TpExposed tp_exposed(const HardwareSpec& hw, const Strategy& s, const std::vecto
     // NVIDIA-NeMo/Megatron-Bridge@067f987 src/megatron/bridge/training/comm_overlap.py) and
     // loses the share they hold while they run.
     auto bulk = [&](double base, const Part& x) { return std::max(base + u * x.dma, x.dma) - base + x.fixed; };
-    e.forward_s += ring(col_f, col_f_split, b.ag_f) +
-                   (row_fp8 ? ring(row_f, row_f_split, b.rs_f) : pipeline(row_f, row_f_split, b.rs_f));
+    const double fwd = ring(col_f, col_f_split, b.ag_f) +
+                       (row_fp8 ? ring(row_f, row_f_split, b.rs_f) : pipeline(row_f, row_f_split, b.rs_f));
+    e.forward_s += fwd;
     // The input is gathered again for the weight gradient (TE keeps its local shard) beside
     // the column-parallel dgrad: the forward's all-gather once more.
-    e.backward_s += ring(row_d, row_d_split, b.grad_out) + bulk(col_d, b.ag_f) + bulk(col_w, b.grad_in);
+    e.backward_s += ring(row_d, row_d_split, b.grad_out) + bulk(col_d, b.ag_f) + bulk(col_w, b.grad_in) +
+                    (recomputed ? fwd : 0.0);
   }
   return e;
 }

@@ -911,6 +911,19 @@ TEST_SUITE("cost.comm") {
     e = cost::tp_exposed(hw, s, ar, layer);
     CHECK(e.forward_s == doctest::Approx(0.7e-3));
     CHECK(e.backward_s == doctest::Approx(0.7e-3));
+    // A block recomputed in the backward (full recompute: its GEMMs run again, phase
+    // recompute) exchanges again there as its forward did: + 2.0 + 0.6 = 2.6 ms without the
+    // overlap, + the forward's cost with it, + 0.7 for the all-reduce.
+    layer.ops.push_back(gemm("fc1", "recompute", 1.0, 0));
+    s.overlap.tp = false;
+    e = cost::tp_exposed(hw, s, ops, layer);
+    CHECK(e.backward_s == doctest::Approx((1.1 + 2.6) * 1e-3));
+    s.overlap.tp = true;
+    const double fwd_long = 1.275 + (fwd - 0.1);
+    e = cost::tp_exposed(hw, s, ops, layer);
+    CHECK(e.backward_s == doctest::Approx((0.05 + 1.0 + u * 0.5 + fwd_long) * 1e-3));
+    e = cost::tp_exposed(hw, s, ar, layer);
+    CHECK(e.backward_s == doctest::Approx(1.4e-3));
   }
 
   TEST_CASE("overlap.tp splits a block's GEMMs: the whole GEMM's tiles, the weight read per chunk") {
