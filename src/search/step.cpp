@@ -38,7 +38,6 @@ struct Exposed {
 Exposed expose(const KindCost& k, bool ep_overlap, double ep_share) {
   Exposed e;
   e.compute = k.f + k.b + k.w;
-  const double tp_f = k.tp_f, tp_b = k.tp_b;
   double ep_f = k.ep_f, ep_b = k.ep_b;
   if (ep_overlap && k.ep_f + k.ep_b > 0) {
     const double exposed = cost::ep_exposed({k.ep_f + k.ep_b, k.ep_engine, k.ep_units}, e.compute, true, ep_share);
@@ -46,10 +45,10 @@ Exposed expose(const KindCost& k, bool ep_overlap, double ep_share) {
     ep_f *= scale;
     ep_b *= scale;
   }
-  e.f = k.f + tp_f + ep_f + k.cp_f;
-  e.b = k.b + tp_b + ep_b + k.cp_b;
+  e.f = k.f + k.tp_f + ep_f + k.cp_f;
+  e.b = k.b + k.tp_b + ep_b + k.cp_b;
   e.w = k.w;
-  e.tp = tp_f + tp_b + k.cp_f + k.cp_b;
+  e.tp = k.tp_f + k.tp_b + k.cp_f + k.cp_b;
   e.ep = ep_f + ep_b;
   e.queueing = k.queueing;
   return e;
