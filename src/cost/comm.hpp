@@ -157,8 +157,8 @@ CpExposed cp_exposed(const Strategy& s, const std::vector<CommOpEstimate>& ops, 
 /// transfer, transfer)). u: Transformer Engine's 16 SMs of the device's compute units
 /// (0 on a device without comm_units, whose transfers' busy time adds). Stages on compute
 /// units add in full. An all-reduce (no sequence parallelism) is not overlapped. A block
-/// whose GEMMs the backward recomputes (phase recompute) exchanges again there as its
-/// forward did, overlapped or not.
+/// whose forward the backward runs again whole (its first and last GEMM recomputed, not
+/// torchtitan's op policy) exchanges again there as its forward did, overlapped or not.
 struct TpExposed {
   double forward_s = 0, backward_s = 0;
 };

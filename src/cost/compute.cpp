@@ -230,9 +230,12 @@ namespace paraplan {
 namespace {
 
 // The tensor-parallel block a GEMM belongs to: the TP exchanges of its block (layer_comm)
-// can hide under it with overlap.tp.
+// can hide under it with overlap.tp. MLA's down-projections are not in it: replicated, they
+// run on the sequence-parallel rows before the latents are gathered (Megatron-Core's
+// MLASelfAttention), so nothing of the exchange can hide under them.
 const char* tp_block(const model::Op& op) {
   if (op.kind != model::OpKind::Gemm) return "";
+  if (op.name.rfind("q_a_proj", 0) == 0 || op.name.rfind("kv_a_proj", 0) == 0) return "";
   switch (op.module) {
     case model::Module::AttnProj:
     case model::Module::MlaUpProj: return "attention";
@@ -286,6 +289,7 @@ void split_tp_gemms(const cost::ComputeModel& cm, const std::vector<model::Op>& 
     const std::string& block = le.ops[i].block;
     if (block.empty()) continue;
     const auto it = std::find_if(row.begin(), row.end(), [&](const auto& r) { return r.first == block; });
+    if (it == row.end()) continue;  // a block without a forward GEMM: nothing to split
     const std::string& row_name = it->second;
     if (ops[i].phase == model::Phase::Forward) {
       const bool pipeline = ops[i].name == row_name && !le.ops[i].fp8;

@@ -379,15 +379,25 @@ TpExposed tp_exposed(const HardwareSpec& hw, const Strategy& s, const std::vecto
     }
   }
   for (const Block& b : blocks) {
-    // The block's GEMMs: the row-parallel one is its last forward GEMM. A block whose GEMMs
-    // run again in the backward (recompute) exchanges again there, as its forward did.
-    std::string row;
-    bool recomputed = false;
+    // The block's GEMMs: the row-parallel one is its last forward GEMM. A block whose forward
+    // runs again whole in the backward (its first and its last GEMM recomputed: full
+    // recompute, or a recompute module holding the block, mlp or shared_experts) exchanges
+    // again there as its forward did; torchtitan's op policy takes the collectives' outputs
+    // from the forward's cache (model::add_op_policy_recompute), and MLA's up-projections
+    // (mla_up_proj) are recomputed from the gathered latents.
+    std::string first, row;
     for (const OpEstimate& op : layer.ops) {
-      if (op.block.empty() || op.block != b.name) continue;
-      if (op.phase == "forward") row = op.name;
-      if (op.phase == "recompute") recomputed = true;
+      if (op.block.empty() || op.block != b.name || op.phase != "forward") continue;
+      if (first.empty()) first = op.name;
+      row = op.name;
     }
+    bool first_again = false, row_again = false;
+    for (const OpEstimate& op : layer.ops) {
+      if (op.block.empty() || op.block != b.name || op.phase != "recompute") continue;
+      first_again = first_again || op.name == first;
+      row_again = row_again || op.name == row;
+    }
+    const bool recomputed = s.training.recompute.mode != RecomputeMode::Op && first_again && row_again;
     if (!s.overlap.tp) {
       const double fwd = b.all_reduce_f + b.ag_f.dma + b.ag_f.fixed + b.rs_f.dma + b.rs_f.fixed;
       e.forward_s += fwd;

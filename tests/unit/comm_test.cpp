@@ -911,10 +911,15 @@ TEST_SUITE("cost.comm") {
     e = cost::tp_exposed(hw, s, ar, layer);
     CHECK(e.forward_s == doctest::Approx(0.7e-3));
     CHECK(e.backward_s == doctest::Approx(0.7e-3));
-    // A block recomputed in the backward (full recompute: its GEMMs run again, phase
+    // Part of a block recomputed (its first GEMM alone, as MLA's up-projections are from the
+    // gathered latents) exchanges nothing again.
+    layer.ops.push_back(gemm("fc1", "recompute", 1.0, 0));
+    e = cost::tp_exposed(hw, s, ops, layer);
+    CHECK(e.backward_s == doctest::Approx((0.05 + 1.0 + u * 0.5) * 1e-3));
+    // A block recomputed whole in the backward (full recompute: its GEMMs run again, phase
     // recompute) exchanges again there as its forward did: + 2.0 + 0.6 = 2.6 ms without the
     // overlap, + the forward's cost with it, + 0.7 for the all-reduce.
-    layer.ops.push_back(gemm("fc1", "recompute", 1.0, 0));
+    layer.ops.push_back(gemm("fc2", "recompute", 0.8, 0));
     s.overlap.tp = false;
     e = cost::tp_exposed(hw, s, ops, layer);
     CHECK(e.backward_s == doctest::Approx((1.1 + 2.6) * 1e-3));
@@ -924,6 +929,10 @@ TEST_SUITE("cost.comm") {
     CHECK(e.backward_s == doctest::Approx((0.05 + 1.0 + u * 0.5 + fwd_long) * 1e-3));
     e = cost::tp_exposed(hw, s, ar, layer);
     CHECK(e.backward_s == doctest::Approx(1.4e-3));
+    // torchtitan's op policy recomputes matmuls but takes the collectives from its cache.
+    s.training.recompute.mode = RecomputeMode::Op;
+    e = cost::tp_exposed(hw, s, ar, layer);
+    CHECK(e.backward_s == doctest::Approx(0.7e-3));
   }
 
   TEST_CASE("overlap.tp splits a block's GEMMs: the whole GEMM's tiles, the weight read per chunk") {
@@ -949,6 +958,27 @@ TEST_SUITE("cost.comm") {
       }
     }
     CHECK(split == 6);
+    // MLA's down-projections run on the sequence-parallel rows before the latents are
+    // gathered: outside the block, nothing hides under them; its up-projections are in it.
+    Plan mla{load_hardware("h100-sxm-ib"), load_model("deepseek-v3"), Strategy{}};
+    mla.strategy.parallel.tp = 2;
+    mla.strategy.parallel.sp = true;
+    mla.strategy.overlap.tp = true;
+    int down = 0, up = 0;
+    for (const LayerEstimate& l : estimate_compute(mla).layers) {
+      for (const OpEstimate& op : l.ops) {
+        if (op.name == "q_a_proj" || op.name == "kv_a_proj") {
+          CHECK(op.block.empty());
+          ++down;
+        }
+        if (op.name == "q_b_proj" || op.name == "kv_b_proj") {
+          CHECK(op.block == "attention");
+          ++up;
+        }
+      }
+    }
+    CHECK(down > 0);
+    CHECK(up > 0);
   }
 
   TEST_CASE("a send/recv moves its whole message across the tier it crosses") {
