@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "paraplan/estimate.hpp"
@@ -201,6 +200,20 @@ double host_paced_s(const std::vector<IssuedOp>& ops, double issue_s) {
   return end;
 }
 
+std::vector<TpBlockGemms> tp_block_gemms(const LayerEstimate& layer) {
+  std::vector<TpBlockGemms> blocks;
+  for (const OpEstimate& op : layer.ops) {
+    if (op.block.empty() || op.phase != "forward") continue;
+    auto it = std::find_if(blocks.begin(), blocks.end(), [&](const TpBlockGemms& b) { return b.block == op.block; });
+    if (it == blocks.end()) {
+      blocks.push_back({op.block, op.name, op.name});
+    } else {
+      it->row = op.name;
+    }
+  }
+  return blocks;
+}
+
 OpTime op_time(const ComputeModel& cm, const model::Op& op) {
   OpTime t = op_time_uncalibrated(cm, op);
   const int cls = op_class(op);
@@ -271,31 +284,18 @@ double split_time(const cost::ComputeModel& cm, const model::Op& op, int chunks)
 // each block GEMM and prices the chunked ones.
 void split_tp_gemms(const cost::ComputeModel& cm, const std::vector<model::Op>& ops, LayerEstimate& le, int tp) {
   constexpr int kPipelineSplits = 4;
-  std::vector<std::pair<std::string, std::string>> row;  // block -> its row-parallel GEMM
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    const std::string block = tp_block(ops[i]);
-    if (block.empty()) continue;
-    le.ops[i].block = block;
-    if (ops[i].phase != model::Phase::Forward) continue;
-    auto it = std::find_if(row.begin(), row.end(), [&](const auto& r) { return r.first == block; });
-    if (it == row.end()) {
-      row.emplace_back(block, ops[i].name);
-    } else {
-      it->second = ops[i].name;
-    }
-  }
+  for (std::size_t i = 0; i < ops.size(); ++i) le.ops[i].block = tp_block(ops[i]);
   if (tp <= 1) return;
+  const std::vector<cost::TpBlockGemms> blocks = cost::tp_block_gemms(le);
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    const std::string& block = le.ops[i].block;
-    if (block.empty()) continue;
-    const auto it = std::find_if(row.begin(), row.end(), [&](const auto& r) { return r.first == block; });
-    if (it == row.end()) continue;  // a block without a forward GEMM: nothing to split
-    const std::string& row_name = it->second;
+    OpEstimate& op = le.ops[i];
+    const auto it = std::find_if(blocks.begin(), blocks.end(), [&](const cost::TpBlockGemms& b) { return b.block == op.block; });
+    if (op.block.empty() || it == blocks.end()) continue;  // no block, or one without a forward GEMM
     if (ops[i].phase == model::Phase::Forward) {
-      const bool pipeline = ops[i].name == row_name && !le.ops[i].fp8;
-      le.ops[i].split_s = split_time(cm, ops[i], pipeline ? kPipelineSplits : tp);
-    } else if (ops[i].phase == model::Phase::InputGrad && ops[i].name == row_name + ".dgrad") {
-      le.ops[i].split_s = split_time(cm, ops[i], tp);
+      const bool pipeline = op.name == it->row && !op.fp8;
+      op.split_s = split_time(cm, ops[i], pipeline ? kPipelineSplits : tp);
+    } else if (ops[i].phase == model::Phase::InputGrad && op.name == it->row + ".dgrad") {
+      op.split_s = split_time(cm, ops[i], tp);
     }
   }
 }

@@ -11,6 +11,7 @@
 #include "cost/gemm_efficiency.hpp"
 #include "cost/kernels.hpp"
 #include "model/op_graph.hpp"
+#include "paraplan/estimate.hpp"
 #include "paraplan/spec.hpp"
 
 namespace paraplan::cost {
@@ -85,6 +86,13 @@ struct IssuedOp {
 /// graph launch) runs after the kernels before it; a wait runs after them too, and the host
 /// issues nothing more until it ends.
 double host_paced_s(const std::vector<IssuedOp>& ops, double issue_s);
+
+/// A tensor-parallel block of a layer (the ops of one OpEstimate::block): its first forward
+/// GEMM and its row-parallel one, the last forward GEMM. In the order the blocks first run.
+struct TpBlockGemms {
+  std::string block, first, row;
+};
+std::vector<TpBlockGemms> tp_block_gemms(const LayerEstimate& layer);
 
 /// The op's calibration class (index into kOpClassNames; -1 for host syncs) and its name.
 int op_class(const model::Op& op);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cost/comm.hpp"
+#include "cost/compute.hpp"
 #include "cost/dispatch.hpp"
 #include "cost/fit.hpp"
 #include "cost/routing.hpp"
@@ -332,7 +333,8 @@ TpExposed tp_exposed(const HardwareSpec& hw, const Strategy& s, const std::vecto
   // communication runs on its compute units (comm_units); none elsewhere.
   constexpr double kOverlapUnits = 16;
   const double units = hw.device.compute_units;
-  const double u = dma_compute_share(hw) > 0 && units > 0 ? std::min(kOverlapUnits / units, 0.9) : 0.0;
+  const bool on_units = dma_compute_share(hw) > 0;
+  const double u = on_units && units > 0 ? std::min(kOverlapUnits / units, 0.9) : 0.0;
   // One exchange: the part that can hide (DMA stages) and the part that adds (stages on all
   // the compute units; on a device without comm_units, the op's busy time).
   struct Part {
@@ -340,7 +342,7 @@ TpExposed tp_exposed(const HardwareSpec& hw, const Strategy& s, const std::vecto
   };
   auto part_of = [&](const CommOpEstimate& op) {
     Part p;
-    if (dma_compute_share(hw) > 0) {
+    if (on_units) {
       for (const CommStageEstimate& st : op.stages) {
         if (st.compute_share >= 1) p.fixed += st.time_s;
       }
@@ -378,6 +380,7 @@ TpExposed tp_exposed(const HardwareSpec& hw, const Strategy& s, const std::vecto
       (fwd ? it->all_reduce_f : it->all_reduce_b) += op.time_s;
     }
   }
+  const std::vector<TpBlockGemms> gemms = tp_block_gemms(layer);
   for (const Block& b : blocks) {
     // The block's GEMMs: the row-parallel one is its last forward GEMM. A block whose forward
     // runs again whole in the backward (its first and its last GEMM recomputed: full
@@ -386,10 +389,11 @@ TpExposed tp_exposed(const HardwareSpec& hw, const Strategy& s, const std::vecto
     // from the forward's cache (model::add_op_policy_recompute), and MLA's up-projections
     // (mla_up_proj) are recomputed from the gathered latents.
     std::string first, row;
-    for (const OpEstimate& op : layer.ops) {
-      if (op.block.empty() || op.block != b.name || op.phase != "forward") continue;
-      if (first.empty()) first = op.name;
-      row = op.name;
+    for (const TpBlockGemms& g : gemms) {
+      if (g.block == b.name) {
+        first = g.first;
+        row = g.row;
+      }
     }
     bool first_again = false, row_again = false;
     for (const OpEstimate& op : layer.ops) {

@@ -28,6 +28,15 @@ std::string write_temp(const std::string& name, const std::string& text) {
   return p.string();
 }
 
+// An overlay of h100-sxm-ib, as `calibrate ... --into` starts one.
+HardwareOverlay h100_overlay(const std::string& name, const std::string& date) {
+  HardwareOverlay o;
+  o.base = "h100-sxm-ib";
+  o.name = name;
+  o.date = date;
+  return o;
+}
+
 }  // namespace
 
 TEST_SUITE("calibrate") {
@@ -108,10 +117,7 @@ TEST_SUITE("calibrate") {
     CHECK(d.dispatch_nvl == 0.0);
     // Written as the cluster tier's DeepEP figure, not as NCCL's all-to-all: it loads, and the
     // deepep dispatch's RDMA stage of deepseek-v3 on it moves at the lower of the two, 43 GB/s.
-    HardwareOverlay o;
-    o.base = "h100-sxm-ib";
-    o.name = "h100-deepep";
-    o.date = "2026-11-26";
+    HardwareOverlay o = h100_overlay("h100-deepep", "2026-11-26");
     o.deepep = d;
     o.deepep_source = "deepep_internode_ep16.log";
     o.node_tier = "node";
@@ -157,10 +163,7 @@ std::string source(const char* rel) { return (fs::path(PARAPLAN_SOURCE_DIR) / re
 
 // An overlay of h100-sxm-ib holding attention fits, as `calibrate attention --into` writes it.
 HardwareOverlay attention_overlay(const std::vector<AttentionFit>& fits, const std::string& from) {
-  HardwareOverlay o;
-  o.base = "h100-sxm-ib";
-  o.name = "fitted";
-  o.date = "2026-11-26";
+  HardwareOverlay o = h100_overlay("fitted", "2026-11-26");
   o.attention = fits;
   o.attention_source = from;
   return o;
@@ -300,10 +303,7 @@ TEST_SUITE("calibrate.gemm_model") {
     // columns: 83356.758 / 73511.318 us = 1.1339, the figure h800-ib carries as fp8_gemm.
     const auto burst = read_gemm_rows(source("hardware/calibration/h100-sxm-gemm-fp8-burst.csv"), 1979e12);
     const auto capped = read_gemm_rows(source("hardware/calibration/h100-sxm-gemm-fp8-capped.csv"), 1979e12);
-    HardwareOverlay o;
-    o.base = "h100-sxm-ib";
-    o.name = "h100-fp8-power";
-    o.date = "2026-11-27";
+    HardwareOverlay o = h100_overlay("h100-fp8-power", "2026-11-27");
     o.sustained = true;
     o.sustained_fp8 = true;
     o.sustained_fit = calibrate_sustained(burst, capped, "burst", "capped");
@@ -745,7 +745,7 @@ TEST_SUITE("calibrate.mamf") {
     //   fraction     = (1745 / 2250) / 0.988036 = 0.784946
     const HardwareSpec b200 = load_hardware("b200-sxm-ib");
     const MamfCalibration c = calibrate_mamf(b200.device.gemm_kernel, 148, 1.0, 1745.0 / 2250.0, 256, 20480, 256,
-                                             2250e12, 7.672e12 * 0.8, 1.0);
+                                             2250e12, b200.device.memory_bw_bytes_per_s * 0.8, 1.0);
     const double factor = 20480.0 / (20480.0 + 248.0);
     CHECK(c.best_shape_factor == doctest::Approx(factor).epsilon(1e-9));
     CHECK(c.peak_fraction == doctest::Approx(1745.0 / 2250.0 / factor).epsilon(1e-6));
