@@ -843,6 +843,31 @@ TEST_SUITE("cost.comm") {
     CHECK(ar == doctest::Approx(2 * 7.0 / 8 * 8.0 * (1 << 30) / 480e9).epsilon(0.02));
   }
 
+  TEST_CASE("a node's SM-driven collectives run at NCCL's per-link NVLink figure, not the line rate") {
+    // NVIDIA/nccl@069a3d4 src/graph/topo.h: 20.0 / 20.6 / 40.1 GB/s per Ampere / Hopper /
+    // Blackwell NVLink against 25 / 25 / 50 GB/s of line rate (the 128 B payload share).
+    // A100 (12 links): the ring all-reduce's measured 235 GB/s busbw (below NCCL's 240), no
+    // size curve on that tier: a 1 GiB all-gather over 8 moves 7/8 GiB at 235 GB/s, plus the
+    // tier's 3.33 us; the line rate (300 GB/s) would give 3.13 ms, not 4.00.
+    const double GiB = 1073741824.0;
+    const HardwareSpec a100 = load_hardware("a100-sxm-ib");
+    const GroupSpan a_node = place(a100, 8, 1, false);
+    CHECK(collective(a100, Collective::AllGather, GiB, a_node).time_s ==
+          doctest::Approx(7.0 / 8 * GiB / 235e9 + 3.33e-6));
+    CHECK(collective(a100, Collective::AllToAll, GiB, a_node).time_s ==
+          doctest::Approx(7.0 / 8 * GiB / 235e9 + 3.33e-6));
+    // H100 send/recv inside a node: 360 GB/s (nccl-tests#326), times the tier's curve at
+    // 1 GiB (0.971): 1 GiB in 3.072 ms plus 3.33 us (the link rate, 450 GB/s, gave 2.46 ms).
+    const HardwareSpec h100 = load_hardware("h100-sxm-ib");
+    CHECK(send_recv(h100, GiB, 1, false).time_s == doctest::Approx(GiB / (360e9 * 0.971) + 3.33e-6));
+    // B200 (18 links): 18 x 40.1 = 721.8 GB/s for the all-to-all, with the tier's curve at
+    // 1 GiB (0.971): 7/8 GiB in 1.341 ms plus 3.33 us.
+    const HardwareSpec b200 = load_hardware("b200-sxm-ib");
+    const GroupSpan b_node = place(b200, 8, 1, false);
+    CHECK(collective(b200, Collective::AllToAll, GiB, b_node).time_s ==
+          doctest::Approx(7.0 / 8 * GiB / (18 * 40.1e9 * 0.971) + 3.33e-6));
+  }
+
   TEST_CASE("overlap.tp: each TP exchange hides under its own block's GEMMs, at TE's costs") {
     // By hand, made-up times in ms, one MLP block at TP4 on h100-sxm-ib (132 SMs; its
     // communication runs on SMs, comm_units 20): fc1 1.0 (in the overlap's chunks 1.1), fc2
