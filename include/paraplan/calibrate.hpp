@@ -161,17 +161,25 @@ struct AttentionRow {
   bool causal = true;
   double batch = 1, heads = 1, head_dim = 128, seq = 0;
   double v_head_dim = 128;   ///< the value head dim (= head_dim unless the CSV has v_head_dim)
+  double window = 0;         ///< causal sliding window in keys (0: none)
   double time_s = 0;
-  double flops = 0;          ///< 2 b h s^2 (d + dv) forward (half of it causal), x 2.5 backward
+  double flops = 0;          ///< 2 b h s^2 (d + dv) forward (half of it causal), x 2.5 backward;
+                             ///< with a window w the causal pairs are s w - w^2 / 2
   double efficiency = 0;     ///< flops / (time x the BF16 peak)
   int line = 0;
 };
 
 /// Reads bench/gpu/attention.py's CSV: a header naming kernel, pass (forward | backward),
-/// causal (0/1 or true/false), batch, heads, head_dim, seq and time_us (or time_ms / time_s);
-/// `#` lines are comments. `peak_bf16`: the device's BF16 FLOP/s (a row above it is an error).
+/// causal (0/1 or true/false), batch, heads, head_dim, seq and time_us (or time_ms / time_s),
+/// optionally v_head_dim and window; `#` lines are comments. Also NVIDIA cudnn-frontend's
+/// benchmark/sdpa_benchmark_training CSVs as written (backend, profile_pass, attn_mask,
+/// batch_size, num_q_heads, head_dim_qk, head_dim_vo, q_seqlen, kv_seqlen, time_ms,
+/// sliding_window_size): their BF16, non-deterministic, successful rows of equal query and key
+/// lengths; the rows left out are counted in `notes`. `peak_bf16`: the device's BF16 FLOP/s
+/// (a row above it is an error).
 [[nodiscard]] PARAPLAN_EXPORT std::vector<AttentionRow> read_attention_rows(const std::string& path,
-                                                                            double peak_bf16);
+                                                                            double peak_bf16,
+                                                                            std::vector<std::string>* notes = nullptr);
 
 /// The attention model's efficiency and per-tile overhead (device.attention[].forward /
 /// backward and forward_overhead / backward_overhead) of one kernel and pass, fitted to its

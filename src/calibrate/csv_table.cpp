@@ -72,12 +72,44 @@ CsvTable read_csv_table(const std::string& path, const char* what) {
     CsvTable::Row row;
     row.line = n;
     row.text = line;
-    std::size_t start = 0;
-    for (;;) {
-      const std::size_t comma = line.find(',', start);
-      row.cells.emplace_back(util::trim(std::string_view(line).substr(start, comma - start)));
-      if (comma == std::string::npos) break;
-      start = comma + 1;
+    // RFC 4180 quoting: a field in double quotes may hold commas, doubled quotes and line
+    // breaks (benchmark tools write their error messages so); the record then runs on over
+    // the following lines, and the row keeps its first line for locations.
+    std::string cell;
+    bool quoted = false, was_quoted = false;
+    for (std::size_t i = 0;; ++i) {
+      if (i == line.size()) {
+        if (quoted && std::getline(in, line)) {
+          ++n;
+          if (!line.empty() && line.back() == '\r') line.pop_back();
+          cell += '\n';
+          i = static_cast<std::size_t>(-1);
+          continue;
+        }
+        if (quoted) t.error(row.line, 1, "a quoted field is not closed before the end of the file");
+        row.cells.emplace_back(was_quoted ? cell : std::string(util::trim(cell)));
+        break;
+      }
+      const char ch = line[i];
+      if (quoted) {
+        if (ch != '"') {
+          cell += ch;
+        } else if (i + 1 < line.size() && line[i + 1] == '"') {
+          cell += '"';
+          ++i;
+        } else {
+          quoted = false;
+        }
+      } else if (ch == '"' && util::trim(cell).empty()) {
+        cell.clear();
+        quoted = was_quoted = true;
+      } else if (ch == ',') {
+        row.cells.emplace_back(was_quoted ? cell : std::string(util::trim(cell)));
+        cell.clear();
+        was_quoted = false;
+      } else {
+        cell += ch;
+      }
     }
     if (t.header.empty()) {
       t.header = std::move(row.cells);

@@ -52,18 +52,45 @@ const char* mem_class_name(MemClass c) {
   return "elementwise";
 }
 
-std::vector<AttentionRow> read_attention_rows(const std::string& path, double peak_bf16) {
+std::vector<AttentionRow> read_attention_rows(const std::string& path, double peak_bf16,
+                                              std::vector<std::string>* notes) {
   calib::CsvTable t = calib::read_csv_table(path, "an attention benchmark");
-  const int ck = t.column({"kernel"}), cp = t.column({"pass"}), cc = t.column({"causal"}), cb = t.column({"batch"});
-  const int ch = t.column({"heads"}), cd = t.column({"head_dim"}), cs = t.column({"seq", "seq_len"});
-  const int cv = t.column({"v_head_dim"});  // optional: a value head dim of its own (MLA)
+  // bench/gpu/attention.py's names first, then cudnn-frontend's sdpa_benchmark_training ones.
+  const int ck = t.column({"kernel", "backend"}), cp = t.column({"pass", "profile_pass"});
+  const int cc = t.column({"causal"}), cm = t.column({"attn_mask"}), cb = t.column({"batch", "batch_size"});
+  const int ch = t.column({"heads", "num_q_heads"}), cd = t.column({"head_dim", "head_dim_qk"});
+  const int cs = t.column({"seq", "seq_len", "q_seqlen"}), ckv = t.column({"kv_seqlen"});
+  const int cv = t.column({"v_head_dim", "head_dim_vo"});  // optional: a value head dim of its own (MLA)
+  const int cw = t.column({"window", "sliding_window_size"});  // optional: a causal sliding window
+  const int ct = t.column({"data_type"}), cdet = t.column({"deterministic_bwd"}), cok = t.column({"success"});
   const calib::TimeColumn tc = calib::time_column(t);
-  if (ck < 0 || cp < 0 || cc < 0 || cb < 0 || ch < 0 || cd < 0 || cs < 0 || tc.col < 0) {
-    t.error(t.header_line, 1, "the header must name kernel, pass, causal, batch, heads, head_dim, seq and time_us (or time_ms / time_s)");
+  if (ck < 0 || cp < 0 || (cc < 0 && cm < 0) || cb < 0 || ch < 0 || cd < 0 || cs < 0 || tc.col < 0) {
+    t.error(t.header_line, 1,
+            "the header must name kernel, pass, causal, batch, heads, head_dim, seq and time_us (or time_ms / "
+            "time_s), or be cudnn-frontend's sdpa benchmark CSV");
     t.throw_if_any();
   }
+  auto cell = [](const calib::CsvTable::Row& row, int col) -> const std::string* {
+    return col >= 0 && static_cast<std::size_t>(col) < row.cells.size() ? &row.cells[static_cast<std::size_t>(col)]
+                                                                        : nullptr;
+  };
+  int failed = 0, other_type = 0, deterministic = 0, unequal = 0;
   std::vector<AttentionRow> rows;
   for (const calib::CsvTable::Row& row : t.rows) {
+    // cudnn-frontend's rows this model does not time: failed runs, FP8 data types, the
+    // deterministic backward (another algorithm), queries and keys of different lengths.
+    if (const std::string* ok = cell(row, cok); ok && (*ok == "False" || *ok == "false" || *ok == "0")) {
+      ++failed;
+      continue;
+    }
+    if (const std::string* dt = cell(row, ct); dt && *dt != "bfloat16" && *dt != "bf16") {
+      ++other_type;
+      continue;
+    }
+    if (const std::string* det = cell(row, cdet); det && (*det == "True" || *det == "true" || *det == "1")) {
+      ++deterministic;
+      continue;
+    }
     AttentionRow r;
     r.line = row.line;
     double time = 0;
@@ -72,18 +99,31 @@ std::vector<AttentionRow> read_attention_rows(const std::string& path, double pe
                          t.number(row, cd, "head_dim", r.head_dim) & t.number(row, cs, "seq", r.seq) &
                          t.number(row, tc.col, "time", time);
     if (!numbers) continue;
+    if (ckv >= 0) {
+      double kv = 0;
+      if (!t.number(row, ckv, "kv_seqlen", kv)) continue;
+      if (kv != r.seq) {
+        ++unequal;
+        continue;
+      }
+    }
     r.v_head_dim = r.head_dim;
     if (cv >= 0 && !t.number(row, cv, "v_head_dim", r.v_head_dim)) continue;
     if (!(r.v_head_dim >= 1 && r.v_head_dim <= 1e8 && r.v_head_dim == std::floor(r.v_head_dim))) {
       t.error(row.line, t.at(row, cv), "`v_head_dim` must be a whole number in 1 .. 1e8");
     }
-    if (static_cast<std::size_t>(std::max({ck, cp, cc})) >= row.cells.size()) {
+    if (const std::string* w = cell(row, cw); w && !w->empty()) {
+      if (!t.number(row, cw, "window", r.window)) continue;
+      if (!(r.window >= 1 && r.window <= 1e8 && r.window == std::floor(r.window))) {
+        t.error(row.line, t.at(row, cw), "`window` must be a whole number of keys in 1 .. 1e8 (empty: none)");
+      }
+    }
+    if (static_cast<std::size_t>(std::max({ck, cp, cc, cm})) >= row.cells.size()) {
       t.error(row.line, static_cast<int>(row.text.size()) + 1, "missing columns");
       continue;
     }
     r.kernel = row.cells[static_cast<std::size_t>(ck)];
     const std::string& pass = row.cells[static_cast<std::size_t>(cp)];
-    const std::string& causal = row.cells[static_cast<std::size_t>(cc)];
     if (r.kernel.empty()) t.error(row.line, t.at(row, ck), "empty kernel name");
     if (pass == "forward" || pass == "fwd") {
       r.backward = false;
@@ -92,13 +132,28 @@ std::vector<AttentionRow> read_attention_rows(const std::string& path, double pe
     } else {
       t.error(row.line, t.at(row, cp), "pass `" + pass + "` is not forward or backward");
     }
-    if (causal == "1" || causal == "true" || causal == "True") {
-      r.causal = true;
-    } else if (causal == "0" || causal == "false" || causal == "False") {
-      r.causal = false;
+    if (cc >= 0) {
+      const std::string& causal = row.cells[static_cast<std::size_t>(cc)];
+      if (causal == "1" || causal == "true" || causal == "True") {
+        r.causal = true;
+      } else if (causal == "0" || causal == "false" || causal == "False") {
+        r.causal = false;
+      } else {
+        t.error(row.line, t.at(row, cc), "causal `" + causal + "` is not 0 / 1 / true / false");
+      }
     } else {
-      t.error(row.line, t.at(row, cc), "causal `" + causal + "` is not 0 / 1 / true / false");
+      // cudnn-frontend's masks: top_left / bottom_right causal (alike when the lengths are
+      // equal), no_mask not.
+      const std::string& mask = row.cells[static_cast<std::size_t>(cm)];
+      if (mask == "top_left" || mask == "bottom_right" || mask == "causal") {
+        r.causal = true;
+      } else if (mask == "no_mask" || mask == "none") {
+        r.causal = false;
+      } else {
+        t.error(row.line, t.at(row, cm), "attn_mask `" + mask + "` is not top_left, bottom_right or no_mask");
+      }
     }
+    if (r.window > 0 && !r.causal) t.error(row.line, t.at(row, cw), "a sliding window is modelled on causal rows only");
     for (auto [col, v, what] : {std::tuple{cb, r.batch, "batch"}, std::tuple{ch, r.heads, "heads"},
                                 std::tuple{cd, r.head_dim, "head_dim"}, std::tuple{cs, r.seq, "seq"}}) {
       if (!(v >= 1 && v <= 1e8 && v == std::floor(v))) {
@@ -109,9 +164,12 @@ std::vector<AttentionRow> read_attention_rows(const std::string& path, double pe
     if (t.diags.size() > before || !time_in_range(t, row, tc.col, r.time_s)) continue;
     // FlashAttention's convention (Dao 2023; Shah et al. 2024): 4 b h s^2 d forward (2 b h s^2
     // (d + dv) with a value head dim of its own), half of it under a causal mask, 2.5 x that
-    // backward (its five GEMMs to the forward's two).
-    r.flops = 2 * r.batch * r.heads * r.seq * r.seq * (r.head_dim + r.v_head_dim) * (r.causal ? 0.5 : 1.0) *
-              (r.backward ? 2.5 : 1.0);
+    // backward (its five GEMMs to the forward's two). A causal window of w < s keys keeps
+    // s w - w^2 / 2 of the pairs (cudnn-frontend counts them so).
+    const double pairs = r.window > 0 && r.window < r.seq ? r.seq * r.window - r.window * r.window / 2
+                         : r.causal                       ? r.seq * r.seq / 2
+                                                          : r.seq * r.seq;
+    r.flops = 2 * r.batch * r.heads * pairs * (r.head_dim + r.v_head_dim) * (r.backward ? 2.5 : 1.0);
     r.efficiency = r.flops / (r.time_s * peak_bf16);
     if (!(r.efficiency <= 1.0)) {
       t.error(row.line, t.at(row, tc.col),
@@ -123,6 +181,15 @@ std::vector<AttentionRow> read_attention_rows(const std::string& path, double pe
   }
   if (t.diags.empty() && rows.empty()) t.error(0, 0, "no attention rows found");
   t.throw_if_any();
+  if (notes) {
+    auto note = [&](int n, const char* why) {
+      if (n > 0) notes->push_back(path + ": " + std::to_string(n) + (n == 1 ? " row" : " rows") + " left out (" + why + ")");
+    };
+    note(failed, "the benchmark's run failed");
+    note(other_type, "not BF16: the model times BF16 attention");
+    note(deterministic, "the deterministic backward, another algorithm");
+    note(unequal, "queries and keys of different lengths");
+  }
   return rows;
 }
 
@@ -172,7 +239,7 @@ std::vector<AttentionFit> calibrate_attention(const std::vector<AttentionRow>& r
       return spec;
     };
     auto model = [&](const AttentionKernelSpec& spec, const AttentionRow& r) {
-      return cost::attention_efficiency(spec, r.backward, units, r.batch * r.heads, r.seq, r.seq, r.causal, 0,
+      return cost::attention_efficiency(spec, r.backward, units, r.batch * r.heads, r.seq, r.seq, r.causal, r.window,
                                         mean_dim(&r));
     };
     double best_cost = -1;

@@ -817,10 +817,12 @@ int cmd_calibrate_attention(const CalibrateArgs& a) {
   // Several files (one head dim each, say) are one fit: their rows together.
   std::vector<paraplan::AttentionRow> rows;
   std::string sources;
+  std::vector<std::string> notes;
   for (const std::string& f : a.files) {
-    for (paraplan::AttentionRow& r : paraplan::read_attention_rows(f, peak)) rows.push_back(std::move(r));
+    for (paraplan::AttentionRow& r : paraplan::read_attention_rows(f, peak, &notes)) rows.push_back(std::move(r));
     sources += (sources.empty() ? "" : " ") + f;
   }
+  for (const std::string& n : notes) std::cout << n << "\n";
   paraplan::HardwareOverlay o = overlay_for(a, hw);
   o.attention = paraplan::calibrate_attention(rows, hw.device.compute_units);
   o.attention_source = sources;

@@ -55,16 +55,25 @@ double attention_efficiency(const AttentionKernelSpec& k, bool backward, int uni
   // for x = w / cols, and at most w.
   const double rows = backward ? keys : queries;
   const double cols = backward ? queries : keys;
-  const double tiles = std::max(1.0, groups) * std::ceil(rows / std::max(1.0, k.block));
+  const double block = std::max(1.0, k.block);
+  const double tiles = std::max(1.0, groups) * std::ceil(rows / block);
   double mean_cols = causal ? cols / 2 : cols;
   double longest = cols;
+  double masked = 0;  // columns a tile visits beyond its pairs, past the causal diagonal's
   if (causal && window > 0 && window < cols) {
     const double x = window / cols;
     mean_cols = cols * (x - x * x / 2);
-    longest = window;
+    // The kernel visits whole blocks: a tile past the first w keys reads the ceil((w - 1) /
+    // block) + 1 blocks its window touches, block (ceil(...) + 1) - w more columns than it
+    // keeps. A causal tile wastes half a block on its diagonal, which the fitted overhead
+    // already holds, so a windowed one pays the rest (64 columns at w = 128 or 1024, block
+    // 128) on the share of tiles the window has filled.
+    const double visited = block * (std::ceil((window - 1) / block) + 1);
+    masked = std::max(0.0, visited - window - block / 2) * std::max(0.0, 1 - x);
+    longest = std::min(cols, visited);
   }
   const double work = tiles * mean_cols;                  // ideal, in columns x tiles
-  double span = tiles * (mean_cols + overhead);           // total work with the per-tile cost
+  double span = tiles * (mean_cols + masked + overhead);  // total work with the per-tile cost
   if (units > 0) span = std::max(span / units, longest + overhead) * units;  // largest-first bound
   return std::clamp(e * work / span, 1e-6, 1.0);
 }

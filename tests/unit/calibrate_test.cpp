@@ -13,6 +13,7 @@
 #include "paraplan/config.hpp"
 #include "paraplan/errors.hpp"
 #include "paraplan/estimate.hpp"
+#include "cost/kernels.hpp"
 #include "report/writers.hpp"
 
 namespace fs = std::filesystem;
@@ -976,14 +977,15 @@ TEST_SUITE("calibrate.runs") {
     // MoE forward was paced by the host kernel by kernel after its wait, x 0.9962 -> 1.5173
     // when overlap.tp took Transformer Engine's costs, x 0.9932 -> 1.5069 when the HBM took
     // the driver's 7.672 TB/s, x 0.9908 -> 1.4931 when the node tier's collectives took NCCL's
-    // per-link NVLink figure). Re-fitting against
+    // per-link NVLink figure, x 1.0214 -> 1.5250 when cuDNN's attention took its GB200 fit).
+    // Re-fitting against
     // the file must find nothing left to move.
     const std::vector<ValidationCase> runs =
         fitted_runs({"bridge2509-b200-llama3-8b", "bridge2509-b200-llama31-405b", "bridge2509-b200-deepseek-v3"}, "");
     REQUIRE(runs.size() == 3);
     const RunsFit fit = calibrate_runs(runs, {"fp8_gemm"});
     CHECK(fit.values[0] == doctest::Approx(1.0).epsilon(2e-3));
-    CHECK(load_hardware("b200-sxm-ib").calibration.fp8_gemm == doctest::Approx(1.4931));
+    CHECK(load_hardware("b200-sxm-ib").calibration.fp8_gemm == doctest::Approx(1.5250));
     // No BF16 run fitted: `sustained` is H100's measured power-limit ratio, carried over as an
     // assumption (the capped sweep's total time over the after-idle one's, 451807.411 /
     // 398629.071 us summed from their time_us columns = 1.1334, written to 4 digits).
@@ -1122,6 +1124,134 @@ TEST_SUITE("calibrate.kernels") {
     const std::string y = hardware_overlay_yaml(attention_overlay(fits, "attention_dims.csv"));
     CHECK(y.find("forward_softmax: 60") != std::string::npos);
     CHECK(y.find("head_dim: 128") != std::string::npos);
+  }
+
+  TEST_CASE("cudnn-frontend's sdpa benchmark CSV is read as written: BF16, non-deterministic, successful rows") {
+    // The column layout of NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/results
+    // (hardware/calibration/gb200-cudnn-sdpa-*.csv). Of seven rows two are kept: an FP8 row,
+    // a deterministic backward, a failed run whose error message is a quoted field with a
+    // comma, a doubled quote and a line break (RFC 4180), and a row whose keys outnumber its
+    // queries are left out and counted.
+    const std::string head =
+        "config_name,model_name,backend,data_type,attn_mask,batch_size,q_seqlen,kv_seqlen,num_q_heads,num_kv_heads,"
+        "head_dim_qk,head_dim_vo,profile_pass,deterministic_bwd,time_ms,tflops,max_diff,num_iterations,"
+        "sliding_window_size,success,error_message,gpu_name,cudnn_version,cudnn_backend_version\n";
+    const std::string csv =
+        head +
+        "llama3.1,llama3.1,cudnn,bfloat16,top_left,2,4096,4096,64,8,128,128,fwd,False,0.391,1408.000,0.000,10,,True,,"
+        "NVIDIA GB200,1.21.1,92200.000\n"
+        "llama3.1,llama3.1,cudnn,bfloat16,top_left,2,4096,4096,64,8,128,128,bwd,True,1.352,1017.000,0.000,10,,True,,"
+        "NVIDIA GB200,1.21.1,92200.000\n"
+        "llama3.1,llama3.1,cudnn,fp8,top_left,2,4096,4096,64,8,128,128,fwd,False,0.305,1805.000,0.000,10,,True,,"
+        "NVIDIA GB200,1.21.1,92200.000\n"
+        "gpt_oss,gpt_oss,cudnn,bfloat16,top_left,2,4096,4096,128,128,64,64,bwd,False,inf,inf,0.000,10,128,False,"
+        "\"Benchmark failed, return code 1.\nstderr: \"\"hidden_dim\"\" not supported\",,,\n"
+        "gpt_oss,gpt_oss,cudnn,bfloat16,top_left,2,4096,4096,128,128,64,64,fwd,False,0.210,161.000,0.000,10,128,True,,"
+        "NVIDIA GB200,1.21.1,92200.000\n"
+        "llama3.1,llama3.1,cudnn,bfloat16,no_mask,2,4096,8192,64,8,128,128,fwd,False,1.300,1700.000,0.000,10,,True,,"
+        "NVIDIA GB200,1.21.1,92200.000\n";
+    std::vector<std::string> notes;
+    const double peak = 2500e12;  // GB200, the tables' GPU
+    const auto rows = read_attention_rows(write_temp("cudnn_sdpa.csv", csv), peak, &notes);
+    REQUIRE(rows.size() == 2);
+    // Llama 3.1, causal forward: 4 b h (s^2 / 2) d = 4 x 2 x 64 x 4096^2 / 2 x 128 = 549.8 GFLOP
+    // in 0.391 ms: 1406 TFLOP/s (the benchmark's own column says 1408), 0.5624 of 2.5 PFLOPS.
+    CHECK(rows[0].kernel == "cudnn");
+    CHECK(rows[0].causal);
+    CHECK_FALSE(rows[0].backward);
+    CHECK(rows[0].window == 0);
+    CHECK(rows[0].flops == doctest::Approx(4.0 * 2 * 64 * 4096.0 * 4096 / 2 * 128));
+    CHECK(rows[0].efficiency == doctest::Approx(4.0 * 2 * 64 * 4096.0 * 4096 / 2 * 128 / 0.391e-3 / peak));
+    // GPT-OSS, a causal window of 128 keys: s w - w^2 / 2 = 516,096 pairs per head, 4 x 2 x 128 x
+    // 516,096 x 64 = 33.82 GFLOP in 0.210 ms, 161.0 TFLOP/s, as the benchmark counts them.
+    CHECK(rows[1].window == 128);
+    CHECK(rows[1].head_dim == 64);
+    CHECK(rows[1].flops / rows[1].time_s / 1e12 == doctest::Approx(161.0).epsilon(0.002));
+    REQUIRE(notes.size() == 4);
+    CHECK(notes[0].find("1 row left out (the benchmark's run failed)") != std::string::npos);
+    CHECK(notes[1].find("1 row left out (not BF16") != std::string::npos);
+    CHECK(notes[2].find("1 row left out (the deterministic backward") != std::string::npos);
+    CHECK(notes[3].find("1 row left out (queries and keys of different lengths)") != std::string::npos);
+  }
+
+  TEST_CASE("a CSV's quoted field may hold commas, doubled quotes and line breaks; an open one is an error at its line") {
+    const auto rows = read_memory_rows(write_temp("memory_quoted.csv",
+                                                  "op,class,bytes,time_us\n"
+                                                  "\"rms, norm\",norm,1000000,5\n"
+                                                  "\"a \"\"copy\"\"\nover two lines\",copy,2000000,3\n"
+                                                  "add,elementwise,3000000,4\n"));
+    REQUIRE(rows.size() == 3);
+    CHECK(rows[0].op == "rms, norm");
+    CHECK(rows[1].op == "a \"copy\"\nover two lines");
+    CHECK(rows[2].op == "add");
+    CHECK(rows[2].line == 5);  // the third record starts on the fifth line
+    std::vector<Diagnostic> d;
+    try {
+      (void)read_memory_rows(write_temp("memory_open.csv", "op,class,bytes,time_us\nx,copy,100,1\n\"open,copy,100,1\n"));
+    } catch (const ConfigError& e) {
+      d = e.diagnostics();
+    }
+    REQUIRE_FALSE(d.empty());
+    CHECK(d[0].line == 3);
+    CHECK(d[0].message.find("quoted field is not closed") != std::string::npos);
+  }
+
+  TEST_CASE("recorded fit: b200-sxm-ib's cuDNN attention is its command's fit to the GB200 tables") {
+    // hardware/b200-sxm-ib.yaml's cudnn entry comes from `paraplan calibrate attention
+    // hardware/calibration/gb200-cudnn-sdpa-llama3.1.csv hardware/calibration/gb200-cudnn-sdpa-dsv3.csv
+    // -H hardware/calibration/gb200-cudnn-sdpa.yaml`; re-running the fit gives its numbers.
+    const std::string cal = (fs::path(PARAPLAN_TEST_DATA) / ".." / ".." / "hardware" / "calibration").string();
+    const HardwareSpec gb200 = load_hardware(cal + "/gb200-cudnn-sdpa.yaml");
+    CHECK(gb200.device.peak(Dtype::Bf16) == doctest::Approx(2500e12));
+    std::vector<AttentionRow> rows;
+    for (const char* f : {"/gb200-cudnn-sdpa-llama3.1.csv", "/gb200-cudnn-sdpa-dsv3.csv"}) {
+      for (AttentionRow& r : read_attention_rows(cal + f, gb200.device.peak(Dtype::Bf16))) rows.push_back(r);
+    }
+    REQUIRE(rows.size() == 40);  // 2 models x 5 lengths x 2 masks x (forward + backward)
+    const auto fits = calibrate_attention(rows, gb200.device.compute_units);
+    REQUIRE(fits.size() == 2);
+    const HardwareSpec b200 = load_hardware("b200-sxm-ib");
+    const AttentionKernelSpec* cudnn = nullptr;
+    for (const AttentionKernelSpec& k : b200.device.attention) {
+      if (k.name == "cudnn") cudnn = &k;
+    }
+    REQUIRE(cudnn != nullptr);
+    CHECK(cudnn->forward == doctest::Approx(fits[0].efficiency).epsilon(1e-3));
+    CHECK(cudnn->forward_overhead == doctest::Approx(fits[0].overhead));
+    CHECK(cudnn->backward == doctest::Approx(fits[1].efficiency).epsilon(1e-3));
+    CHECK(cudnn->backward_overhead == doctest::Approx(fits[1].overhead));
+    CHECK(cudnn->backward_wide_head == doctest::Approx(fits[1].wide_head));
+    CHECK(fits[0].mean_error < 0.05);
+    CHECK(fits[1].mean_error < 0.06);
+    // The exponent terms below head dim 128 are h100-sxm-ib's measured ones x 2.25, B200's
+    // tensor-core rate per SM over H100's with the same exponent units (the file's comment).
+    const HardwareSpec h100 = load_hardware("h100-sxm-ib");
+    for (const AttentionKernelSpec& k : h100.device.attention) {
+      if (k.name != "cudnn") continue;
+      CHECK(cudnn->forward_softmax == doctest::Approx(k.forward_softmax * 2.25));
+      CHECK(cudnn->backward_softmax == doctest::Approx(k.backward_softmax * 2.25));
+    }
+  }
+
+  TEST_CASE("a sliding window's tiles visit whole blocks: the masked columns beyond the causal diagonal's, by hand") {
+    // e = 1, no overhead, no wave bound (units 0), block 128: a causal window of w = 128 over
+    // 4096 keys keeps cols (x - x^2 / 2) = 126 columns per row (x = 1/32); a tile past the first
+    // w keys reads ceil(127 / 128) + 1 = 2 blocks, 256 columns, 128 more than w, of which the
+    // causal diagonal's half block (64) is the overhead's; the other 64 are paid on the
+    // 1 - x = 31/32 of the tiles the window has filled: 126 / (126 + 62) = 0.6702.
+    AttentionKernelSpec k;
+    k.forward = k.backward = 1;
+    k.forward_overhead = k.backward_overhead = 0;
+    k.block = 128;
+    const double mean = 4096 * (1.0 / 32 - 1.0 / 2048), masked = 64 * (31.0 / 32);
+    CHECK(cost::attention_efficiency(k, false, 0, 1, 4096, 4096, true, 128, 128) ==
+          doctest::Approx(mean / (mean + masked)));
+    // A window of 1024: 8 + 1 blocks, 1152 columns, 128 beyond w again; x = 1/4.
+    const double mean2 = 4096 * (0.25 - 0.03125), masked2 = 64 * 0.75;
+    CHECK(cost::attention_efficiency(k, true, 0, 1, 4096, 4096, true, 1024, 128) ==
+          doctest::Approx(mean2 / (mean2 + masked2)));
+    // No window: causal rows keep their fitted overhead alone (efficiency 1 here).
+    CHECK(cost::attention_efficiency(k, false, 0, 1, 4096, 4096, true, 0, 128) == doctest::Approx(1.0));
   }
 
   TEST_CASE("FlashAttention-3's published H100 figures fit within the paper's scatter") {

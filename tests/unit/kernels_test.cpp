@@ -100,13 +100,15 @@ TEST_SUITE("cost.kernels") {
     CHECK(cost::attention_efficiency(k, false, 132, 1, 4096, 4096, true) ==
           doctest::Approx(0.6 * 32 * 2048 / (132.0 * 4296)));
     // a causal 1024-key window over 8192: a tile meets 8192 x (1/8 - 1/128) = 960 keys on
-    // average, so the per-tile overhead weighs more: 0.6 x 960 / (960 + 200)
+    // average, so the per-tile overhead weighs more; it reads 1023 / 128 -> 8 + 1 = 9 whole
+    // blocks, 1152 columns, 128 beyond the window, 64 of them past a causal diagonal's half
+    // block, on 7/8 of the tiles: 56. 0.6 x 960 / (960 + 56 + 200)
     CHECK(cost::attention_efficiency(k, false, 132, 32, 8192, 8192, true, 1024) ==
-          doctest::Approx(0.6 * 960 / 1160.0));
-    // few tiles: the longest tile is the window, not the sequence. 1 head, 64 tiles of 960
-    // on 132 units: 64 x 1160 / 132 = 562 < 1024 + 200, so 0.6 x 64 x 960 / (132 x 1224)
+          doctest::Approx(0.6 * 960 / 1216.0));
+    // few tiles: the longest tile is the window's blocks, not the sequence. 1 head, 64 tiles
+    // of 960 on 132 units: 64 x 1216 / 132 = 590 < 1152 + 200, so 0.6 x 64 x 960 / (132 x 1352)
     CHECK(cost::attention_efficiency(k, false, 132, 1, 8192, 8192, true, 1024) ==
-          doctest::Approx(0.6 * 64 * 960 / (132.0 * 1224)));
+          doctest::Approx(0.6 * 64 * 960 / (132.0 * 1352)));
     // a window at least the sequence long is no window
     CHECK(cost::attention_efficiency(k, false, 132, 32, 8192, 8192, true, 8192) ==
           doctest::Approx(0.6 * 4096 / 4296.0));
