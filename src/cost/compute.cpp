@@ -384,6 +384,30 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
     // host is the bottleneck of a pass whose kernels are shorter than the host's time to
     // issue them (the DeepSeek trace's 32 us per launch is its two host threads', forward and
     // backward, over all 963 launches). A graphed part of a pass is replayed by one launch.
+    // A pass without a host wait (a dense layer, a MoE layer without dropless token counts)
+    // lets the host run ahead, but not faster than it issues: layers alike in a stack each
+    // take at least their launches times the issue time, so a stack of layers whose kernels
+    // are shorter than their issue (small models, small micro-batches) runs at the host's pace.
+    // The embedding and the head, one of each, run on the lead the host gained elsewhere.
+    const bool stacked = layer.kind == model::LayerKind::Dense || layer.kind == model::LayerKind::Moe;
+    if (const double issue = plan.hardware.device.host_issue_s; issue > 0 && !waits && stacked) {
+      double launches_f = 0;
+      for (const cost::IssuedOp& o : fwd_seq) launches_f += o.launches;
+      auto bound = [&](const char* phase, double host, double& pass_s) {
+        if (host <= pass_s) return;
+        OpEstimate h;
+        h.name = "host_issue";
+        h.phase = phase;
+        h.kind = "host_sync";
+        h.kernels = 0;
+        h.time_s = host - pass_s;
+        h.bound = "host";
+        le.ops.push_back(h);
+        pass_s = host;
+      };
+      bound("forward", (launches_f + (graphed_f ? 1 : 0)) * issue, le.forward_s);
+      bound("input_grad", (launches_b + (graphed_b ? 1 : 0)) * issue, le.backward_s);
+    }
     if (const double issue = plan.hardware.device.host_issue_s; issue > 0 && waits) {
       auto bound = [&](const char* phase, double host, double& pass_s) {
         if (host <= pass_s) return;

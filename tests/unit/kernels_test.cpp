@@ -6,6 +6,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 #include "cost/compute.hpp"
 #include "cost/kernels.hpp"
@@ -365,8 +367,15 @@ TEST_SUITE("cost.host_issue") {
         CHECK(shown_b);
         CHECK(kernels_b > kernels);  // dgrad and wgrad per GEMM: more than the forward's
         CHECK(l.backward_s == doctest::Approx(kernels_b * 1e-3));
+      } else if (l.kind == "dense") {
+        // No wait, but a stack of alike layers cannot run faster than the host issues them:
+        // each pass takes its kernels x 1 ms exactly (one launch each, none graphed).
+        CHECK(shown);
+        CHECK(shown_b);
+        CHECK(l.forward_s == doctest::Approx(kernels * 1e-3));
+        CHECK(l.backward_s == doctest::Approx(kernels_b * 1e-3));
       } else {
-        CHECK_FALSE(shown);  // no host sync: the host runs ahead
+        CHECK_FALSE(shown);  // one embedding, one head: they run on the lead the host gained
         CHECK_FALSE(shown_b);
       }
     }
@@ -391,6 +400,37 @@ TEST_SUITE("cost.host_issue") {
         CHECK(o.phase == "forward");
         CHECK(o.time_s < 2 * 1.87 * 32e-6);
       }
+    }
+  }
+
+  TEST_CASE("a dense stack whose kernels are shorter than their issue runs at the host's pace") {
+    // GPT-2 small's shape (12 layers of 768, 12 heads of 64) at 1024 tokens per micro-batch on
+    // h100-sxm-ib: its dense layer's kernels take well under the 1.87 x 37.43 us the host needs
+    // to issue each, so the forward takes (forward kernels) x 1.87 x 37.43 us and the backward
+    // (its kernels) x the same; at 64x the tokens the kernels outlast their issue and the host
+    // keeps ahead (no host row).
+    const auto dir = std::filesystem::temp_directory_path() / "paraplan_kernels_test";
+    std::filesystem::create_directories(dir);
+    std::ofstream((dir / "gpt2-small.yaml").string())
+        << "name: gpt2-small\nlayers: 12\nhidden: 768\nvocab: 50304\nseq_len: 1024\n"
+           "attention: {kind: mha, heads: 12, head_dim: 64}\nffn: {kind: gelu, intermediate: 3072}\n";
+    std::ofstream((dir / "gpt2-small-h100.yaml").string())
+        << "model: " << (dir / "gpt2-small.yaml").string()
+        << "\nhardware: h100-sxm-ib\nnodes: 1\nparallel: {tp: 1, pp: 1, dp: 8}\n"
+           "training: {micro_batch: 1, global_batch: 8, seq_len: 1024, precision: bf16}\n";
+    Plan p = load_plan((dir / "gpt2-small-h100.yaml").string());
+    const double issue = 1.87 * 37.43e-6;
+    for (const LayerEstimate& l : estimate_compute(p).layers) {
+      if (l.kind != "dense") continue;
+      int kf = 0, kb = 0;
+      for (const OpEstimate& o : l.ops) (o.phase == "forward" ? kf : kb) += o.kernels;
+      CHECK(kf >= 10);
+      CHECK(l.forward_s == doctest::Approx(kf * issue));
+      CHECK(l.backward_s == doctest::Approx(kb * issue));
+    }
+    p.strategy.training.micro_batch = 64;
+    for (const LayerEstimate& l : estimate_compute(p).layers) {
+      for (const OpEstimate& o : l.ops) CHECK(o.name != "host_issue");
     }
   }
 
