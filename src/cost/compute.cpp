@@ -390,9 +390,9 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
     // are shorter than their issue (small models, small micro-batches) runs at the host's pace.
     // The embedding and the head, one of each, run on the lead the host gained elsewhere.
     const bool stacked = layer.kind == model::LayerKind::Dense || layer.kind == model::LayerKind::Moe;
-    if (const double issue = plan.hardware.device.host_issue_s; issue > 0 && !waits && stacked) {
-      double launches_f = 0;
-      for (const cost::IssuedOp& o : fwd_seq) launches_f += o.launches;
+    const double issue = plan.hardware.device.host_issue_s;
+    if (issue > 0 && (waits || stacked)) {
+      // The host's excess over a pass, shown as one op bound by the host.
       auto bound = [&](const char* phase, double host, double& pass_s) {
         if (host <= pass_s) return;
         OpEstimate h;
@@ -405,24 +405,14 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
         le.ops.push_back(h);
         pass_s = host;
       };
-      bound("forward", (launches_f + (graphed_f ? 1 : 0)) * issue, le.forward_s);
-      bound("input_grad", (launches_b + (graphed_b ? 1 : 0)) * issue, le.backward_s);
-    }
-    if (const double issue = plan.hardware.device.host_issue_s; issue > 0 && waits) {
-      auto bound = [&](const char* phase, double host, double& pass_s) {
-        if (host <= pass_s) return;
-        OpEstimate h;
-        h.name = "host_issue";
-        h.phase = phase;
-        h.kind = "host_sync";
-        h.kernels = 0;
-        h.time_s = host - pass_s;
-        h.bound = "host";
-        le.ops.push_back(h);
-        pass_s = host;
-      };
-      std::rotate(fwd_seq.begin(), fwd_seq.begin() + static_cast<std::ptrdiff_t>(sync_at + 1), fwd_seq.end());
-      bound("forward", cost::host_paced_s(fwd_seq, issue), le.forward_s);
+      if (waits) {
+        std::rotate(fwd_seq.begin(), fwd_seq.begin() + static_cast<std::ptrdiff_t>(sync_at + 1), fwd_seq.end());
+        bound("forward", cost::host_paced_s(fwd_seq, issue), le.forward_s);
+      } else {
+        double launches_f = 0;
+        for (const cost::IssuedOp& o : fwd_seq) launches_f += o.launches;
+        bound("forward", (launches_f + (graphed_f ? 1 : 0)) * issue, le.forward_s);
+      }
       bound("input_grad", (launches_b + (graphed_b ? 1 : 0)) * issue, le.backward_s);
     }
     out.layers.push_back(std::move(le));
