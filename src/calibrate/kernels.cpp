@@ -64,7 +64,10 @@ std::vector<AttentionRow> read_attention_rows(const std::string& path, double pe
   const int cw = t.column({"window", "sliding_window_size"});  // optional: a causal sliding window
   const int ct = t.column({"data_type"}), cdet = t.column({"deterministic_bwd"}), cok = t.column({"success"});
   const calib::TimeColumn tc = calib::time_column(t);
-  if (ck < 0 || cp < 0 || (cc < 0 && cm < 0) || cb < 0 || ch < 0 || cd < 0 || cs < 0 || tc.col < 0) {
+  // cudnn-frontend's older layout times both passes in one row (profile_pass `both`).
+  const int cft = t.column({"fwd_time_ms"}), cbt = t.column({"bwd_time_ms"});
+  const bool split = tc.col < 0 && cft >= 0 && cbt >= 0;
+  if (ck < 0 || cp < 0 || (cc < 0 && cm < 0) || cb < 0 || ch < 0 || cd < 0 || cs < 0 || (tc.col < 0 && !split)) {
     t.error(t.header_line, 1,
             "the header must name kernel, pass, causal, batch, heads, head_dim, seq and time_us (or time_ms / "
             "time_s), or be cudnn-frontend's sdpa benchmark CSV");
@@ -93,11 +96,9 @@ std::vector<AttentionRow> read_attention_rows(const std::string& path, double pe
     }
     AttentionRow r;
     r.line = row.line;
-    double time = 0;
     const std::size_t before = t.diags.size();
     const bool numbers = t.number(row, cb, "batch", r.batch) & t.number(row, ch, "heads", r.heads) &
-                         t.number(row, cd, "head_dim", r.head_dim) & t.number(row, cs, "seq", r.seq) &
-                         t.number(row, tc.col, "time", time);
+                         t.number(row, cd, "head_dim", r.head_dim) & t.number(row, cs, "seq", r.seq);
     if (!numbers) continue;
     if (ckv >= 0) {
       double kv = 0;
@@ -125,12 +126,15 @@ std::vector<AttentionRow> read_attention_rows(const std::string& path, double pe
     r.kernel = row.cells[static_cast<std::size_t>(ck)];
     const std::string& pass = row.cells[static_cast<std::size_t>(cp)];
     if (r.kernel.empty()) t.error(row.line, t.at(row, ck), "empty kernel name");
-    if (pass == "forward" || pass == "fwd") {
-      r.backward = false;
-    } else if (pass == "backward" || pass == "bwd") {
-      r.backward = true;
-    } else {
-      t.error(row.line, t.at(row, cp), "pass `" + pass + "` is not forward or backward");
+    // The passes this row times: (backward, time column, its factor to seconds).
+    std::vector<std::tuple<bool, int, double>> passes;
+    const bool fwd = pass == "forward" || pass == "fwd", bwd = pass == "backward" || pass == "bwd";
+    if (split && (fwd || pass == "both")) passes.emplace_back(false, cft, 1e-3);
+    if (split && (bwd || pass == "both")) passes.emplace_back(true, cbt, 1e-3);
+    if (!split && (fwd || bwd)) passes.emplace_back(bwd, tc.col, tc.to_seconds);
+    if (passes.empty()) {
+      t.error(row.line, t.at(row, cp),
+              "pass `" + pass + "` is not forward or backward" + (split ? " (or both)" : ""));
     }
     if (cc >= 0) {
       const std::string& causal = row.cells[static_cast<std::size_t>(cc)];
@@ -160,8 +164,7 @@ std::vector<AttentionRow> read_attention_rows(const std::string& path, double pe
         t.error(row.line, t.at(row, col), std::string("`") + what + "` must be a whole number in 1 .. 1e8");
       }
     }
-    r.time_s = time * tc.to_seconds;
-    if (t.diags.size() > before || !time_in_range(t, row, tc.col, r.time_s)) continue;
+    if (t.diags.size() > before) continue;
     // FlashAttention's convention (Dao 2023; Shah et al. 2024): 4 b h s^2 d forward (2 b h s^2
     // (d + dv) with a value head dim of its own), half of it under a causal mask, 2.5 x that
     // backward (its five GEMMs to the forward's two). A causal window of w < s keys keeps
@@ -169,15 +172,23 @@ std::vector<AttentionRow> read_attention_rows(const std::string& path, double pe
     const double pairs = r.window > 0 && r.window < r.seq ? r.seq * r.window - r.window * r.window / 2
                          : r.causal                       ? r.seq * r.seq / 2
                                                           : r.seq * r.seq;
-    r.flops = 2 * r.batch * r.heads * pairs * (r.head_dim + r.v_head_dim) * (r.backward ? 2.5 : 1.0);
-    r.efficiency = r.flops / (r.time_s * peak_bf16);
-    if (!(r.efficiency <= 1.0)) {
-      t.error(row.line, t.at(row, tc.col),
-              "achieved " + util::fmt("%.4g", r.flops / r.time_s / 1e12) + " TFLOP/s exceeds the BF16 peak " +
-                  util::fmt("%.4g", peak_bf16 / 1e12) + " TFLOP/s: wrong hardware or columns?");
-      continue;
+    for (const auto& [backward, col, to_seconds] : passes) {
+      double time = 0;
+      if (!t.number(row, col, "time", time)) continue;
+      AttentionRow p = r;
+      p.backward = backward;
+      p.time_s = time * to_seconds;
+      if (!time_in_range(t, row, col, p.time_s)) continue;
+      p.flops = 2 * p.batch * p.heads * pairs * (p.head_dim + p.v_head_dim) * (p.backward ? 2.5 : 1.0);
+      p.efficiency = p.flops / (p.time_s * peak_bf16);
+      if (!(p.efficiency <= 1.0)) {
+        t.error(row.line, t.at(row, col),
+                "achieved " + util::fmt("%.4g", p.flops / p.time_s / 1e12) + " TFLOP/s exceeds the BF16 peak " +
+                    util::fmt("%.4g", peak_bf16 / 1e12) + " TFLOP/s: wrong hardware or columns?");
+        continue;
+      }
+      rows.push_back(p);
     }
-    rows.push_back(r);
   }
   if (t.diags.empty() && rows.empty()) t.error(0, 0, "no attention rows found");
   t.throw_if_any();

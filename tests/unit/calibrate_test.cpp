@@ -1177,6 +1177,43 @@ TEST_SUITE("calibrate.kernels") {
     CHECK(notes[3].find("1 row left out (queries and keys of different lengths)") != std::string::npos);
   }
 
+  TEST_CASE("cudnn-frontend's older layout: one row times both passes; h100-sxm-ib's cudnn entry against NVIDIA's H200 table") {
+    // hardware/calibration/h200-cudnn-sdpa-llama3.1.csv: 10 rows with profile_pass `both` and
+    // fwd_time_ms / bwd_time_ms give 20 rows. The first: causal, b 1, 64 heads of 128, 32k:
+    // 4 x 64 x 32768^2 / 2 x 128 = 17.59 TFLOP forward in 25.566 ms (688 TFLOP/s, the
+    // benchmark's own column), x 2.5 backward in 75.688 ms (581).
+    const std::string cal = (fs::path(PARAPLAN_TEST_DATA) / ".." / ".." / "hardware" / "calibration").string();
+    const auto rows = read_attention_rows(cal + "/h200-cudnn-sdpa-llama3.1.csv", 989e12);
+    REQUIRE(rows.size() == 20);
+    CHECK_FALSE(rows[0].backward);
+    CHECK(rows[1].backward);
+    CHECK(rows[0].time_s == doctest::Approx(25.566e-3));
+    CHECK(rows[1].time_s == doctest::Approx(75.688e-3));
+    CHECK(rows[0].flops / rows[0].time_s / 1e12 == doctest::Approx(688.0).epsilon(0.002));
+    CHECK(rows[1].flops / rows[1].time_s / 1e12 == doctest::Approx(581.0).epsilon(0.002));
+    // The cross-check the preset's comment states: the H200 has the H100's SMs and clocks; the
+    // measured entry (our H100, cuDNN 9.19.0) runs forward within -7..+11% of these rows and
+    // backward 8-20% slower.
+    const HardwareSpec h100 = load_hardware("h100-sxm-ib");
+    const AttentionKernelSpec* cudnn = nullptr;
+    for (const AttentionKernelSpec& k : h100.device.attention) {
+      if (k.name == "cudnn") cudnn = &k;
+    }
+    REQUIRE(cudnn != nullptr);
+    for (const AttentionRow& r : rows) {
+      const double model = cost::attention_efficiency(*cudnn, r.backward, h100.device.compute_units,
+                                                      r.batch * r.heads, r.seq, r.seq, r.causal, 0, 128);
+      const double ratio = model / r.efficiency;
+      if (r.backward) {
+        CHECK(ratio > 0.79);
+        CHECK(ratio < 0.93);
+      } else {
+        CHECK(ratio > 0.925);  // -7.1% at 16k, non-causal
+        CHECK(ratio < 1.12);
+      }
+    }
+  }
+
   TEST_CASE("a CSV's quoted field may hold commas, doubled quotes and line breaks; an open one is an error at its line") {
     const auto rows = read_memory_rows(write_temp("memory_quoted.csv",
                                                   "op,class,bytes,time_us\n"
