@@ -409,8 +409,13 @@ enum class Optimizer { Adam, Adam8bit, AdamBf16 };
 enum class Dispatch { AllGather, AllToAll, DeepEp, SendRecvAllGather, SendRecvDeepEp };
 /// Uniform: random top-k (statistical load imbalance); NodeLimited: at most
 /// max_nodes_per_token nodes; Balanced: forced-balanced routing, every expert gets exactly
-/// its mean share (benchmarks that force it, the seeds' 60-63 GB runs).
-enum class Routing { Uniform, NodeLimited, Balanced };
+/// its mean share (benchmarks that force it, the seeds' 60-63 GB runs); RoundRobin: the
+/// deterministic benchmark gate that gives token t the k consecutive experts from t k (mod E)
+/// (NeMo AutoModel's fake_balanced_gate): balanced, and each token's experts sit on as few
+/// ranks and nodes as a block of k consecutive experts spans.
+enum class Routing { Uniform, NodeLimited, Balanced, RoundRobin };
+/// Routings whose every expert gets exactly its mean share of the tokens.
+inline bool balanced_load(Routing r) { return r == Routing::Balanced || r == Routing::RoundRobin; }
 enum class Schedule { OneFOneB, Interleaved, ZeroBubble, DualPipe, DualPipeV };
 enum class Objective { Tgs, StepTime, Mfu, Memory };
 /// Modules that can be recomputed one by one (Megatron-LM `--recompute-modules` names).

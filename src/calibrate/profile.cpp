@@ -209,7 +209,7 @@ std::vector<Item> layer_items(const Plan& plan, const std::string& layer, std::v
   const CommBreakdown comm = estimate_comm(plan);
   const double share = held_share(plan, comm, layer);
   if (share_out != nullptr) *share_out = share;
-  const double load = plan.strategy.moe.routing == Routing::Balanced ? 1.0 : comm.routing.rank_load;
+  const double load = balanced_load(plan.strategy.moe.routing) ? 1.0 : comm.routing.rank_load;
   const ComputeBreakdown cb = estimate_compute(plan, load);
   std::vector<Item> items;
   const LayerEstimate* le = nullptr;

@@ -21,7 +21,8 @@ const EnumNames<Dispatch> kDispatchNames{{"allgather", Dispatch::AllGather},
                                          {"sendrecv_deepep", Dispatch::SendRecvDeepEp}};
 const EnumNames<Routing> kRoutingNames{{"uniform", Routing::Uniform},
                                        {"node_limited", Routing::NodeLimited},
-                                       {"balanced", Routing::Balanced}};
+                                       {"balanced", Routing::Balanced},
+                                       {"round_robin", Routing::RoundRobin}};
 const EnumNames<Schedule> kScheduleNames{{"1f1b", Schedule::OneFOneB},
                                          {"interleaved", Schedule::Interleaved},
                                          {"zero_bubble", Schedule::ZeroBubble},

@@ -12,12 +12,25 @@ double dma_compute_share(const HardwareSpec& hw) {
                                                  : 0.0;
 }
 
-EpTransfers ep_transfers(const HardwareSpec& hw, const std::vector<CommOpEstimate>& ops) {
+bool ep_again(const Strategy& s, const LayerEstimate& layer) {
+  if (s.training.recompute.mode == RecomputeMode::Op) return false;
+  for (const OpEstimate& op : layer.ops) {
+    if (op.phase == "recompute" && op.name == "permute") return true;
+  }
+  return false;
+}
+
+EpTransfers ep_transfers(const HardwareSpec& hw, const std::vector<CommOpEstimate>& ops, bool again) {
   EpTransfers ep;
   const bool units = dma_compute_share(hw) > 0;
   for (const CommOpEstimate& op : ops) {
     if (op.group != "ep") continue;
-    ep.time_s += op.time_s;
+    const bool fwd = op.phase == "forward";
+    // A forward exchange run again in the backward counts twice, the second in the backward.
+    const double times = fwd && again ? 2.0 : 1.0;
+    (fwd ? ep.forward_s : ep.backward_s) += op.time_s;
+    if (fwd && again) ep.backward_s += op.time_s;
+    ep.time_s += times * op.time_s;
     // On a device whose communication kernels hold a few of its compute units (`comm_units`:
     // DeepEP's SMs, NCCL's channels), a stage that holds a share of them hides under compute
     // that runs on the rest, and one that holds them all adds. On others (no comm_units:
@@ -32,9 +45,9 @@ EpTransfers ep_transfers(const HardwareSpec& hw, const std::vector<CommOpEstimat
           ep.units = std::max(ep.units, st.compute_share);
         }
       }
-      ep.engine_s += std::min(engine, op.time_s);
+      ep.engine_s += times * std::min(engine, op.time_s);
     } else {
-      ep.engine_s += std::min(op.compute_s, op.time_s);
+      ep.engine_s += times * std::min(op.compute_s, op.time_s);
     }
   }
   return ep;

@@ -93,10 +93,19 @@ double dma_compute_share(const HardwareSpec& hw);
 /// A layer's EP transfers (`ops` of group "ep", either pass): their time, the part of it run
 /// by compute units (stages holding all of them; on a device without comm_units, each op's
 /// busy time), and the largest share of the units the other (DMA) stages' kernels hold.
+/// `again`: the backward re-runs the forward's dispatch and combine (ep_again), counted in
+/// its pass a second time.
 struct EpTransfers {
   double time_s = 0, engine_s = 0, units = 0;
+  double forward_s = 0, backward_s = 0;  ///< time_s by pass
 };
-EpTransfers ep_transfers(const HardwareSpec& hw, const std::vector<CommOpEstimate>& ops);
+EpTransfers ep_transfers(const HardwareSpec& hw, const std::vector<CommOpEstimate>& ops, bool again = false);
+
+/// Whether a MoE layer's backward re-runs its forward's EP exchange: the MoE block's forward
+/// is recomputed whole (its token permutation recomputed: full recompute, or the `moe`
+/// module), as Megatron-Core's checkpointed MoE layer and a checkpoint wrapper around the
+/// whole block do; not torchtitan's op policy, which keeps collective outputs.
+bool ep_again(const Strategy& s, const LayerEstimate& layer);
 
 /// The EP time left exposed beside `compute_s` of the layer's compute (forward, backward and
 /// weight gradient of a paired micro-batch) when the strategy overlaps it: the engine part

@@ -240,8 +240,10 @@ EpLayout ep_layout(const HardwareSpec& hw, const ModelSpec& m, const Strategy& s
     // Group-limited routing: the model's own expert groups limit every routing (the router
     // does it); without them, `node_limited` takes one group per node of the EP group.
     const bool limited = m.moe->expert_groups > 0 || s.moe.routing == Routing::NodeLimited;
-    ep.routing = routing_stats(m.moe->routed_experts, m.moe->top_k, ep.ep, ep.ranks_per_node,
-                               limited ? m.moe->max_nodes_per_token : 0, m.moe->expert_groups);
+    ep.routing = s.moe.routing == Routing::RoundRobin
+                     ? round_robin_stats(m.moe->routed_experts, m.moe->top_k, ep.ep, ep.ranks_per_node)
+                     : routing_stats(m.moe->routed_experts, m.moe->top_k, ep.ep, ep.ranks_per_node,
+                                     limited ? m.moe->max_nodes_per_token : 0, m.moe->expert_groups);
     ep.top_k = m.moe->top_k;
   }
   return ep;

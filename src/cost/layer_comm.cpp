@@ -188,7 +188,7 @@ CommBreakdown estimate_comm(const Plan& plan) {
   if (m.moe && p.ep > 1) {
     cost::EpLayout probe = cost::ep_layout(hw, m, s, tok.per_rank_moe);
     // Forced-balanced routing has no statistical imbalance: every rank gets its mean share.
-    cost::LoadFactors lf = s.moe.routing == Routing::Balanced
+    cost::LoadFactors lf = balanced_load(s.moe.routing)
                                ? cost::LoadFactors{}
                                : cost::load_factors(tok.per_rank_moe * p.ep * p.etp, m.moe->routed_experts,
                                                     m.moe->top_k, p.ep);

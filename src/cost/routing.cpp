@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <numeric>
+#include <vector>
 #include <unordered_map>
 
 namespace paraplan::cost {
@@ -66,6 +68,37 @@ RoutingStats routing_stats(int E, int k, int ranks, int ranks_per_node, int max_
   }
   s.ranks_per_token = ranks * s.p_rank;
   s.nodes_per_token = nodes * s.p_node;
+  s.remote_ranks_same_node = (rpn - 1) * s.p_rank;
+  s.remote_nodes = (nodes - 1) * s.p_node;
+  s.remote_ranks_other_nodes = (ranks - rpn) * s.p_rank;
+  return s;
+}
+
+RoutingStats round_robin_stats(int E, int k, int ranks, int ranks_per_node) {
+  RoutingStats s;
+  ranks = std::max(1, ranks);
+  const int rpn = std::clamp(ranks_per_node, 1, ranks);
+  const int nodes = (ranks + rpn - 1) / rpn;
+  E = std::max(1, E);
+  k = std::clamp(k, 1, E);
+  // The starts t k mod E cycle through the multiples of gcd(k, E); expert x sits on rank
+  // floor(x / (E / ranks)) and node floor(x / (E / nodes)).
+  auto spanned = [&](int units) {
+    const double per = static_cast<double>(E) / units;
+    const int step = std::gcd(k, E);
+    double sum = 0;
+    int starts = 0;
+    for (int start = 0; start < E; start += step, ++starts) {
+      std::vector<char> hit(static_cast<std::size_t>(units), 0);
+      for (int j = 0; j < k; ++j) hit[static_cast<std::size_t>(std::floor(((start + j) % E) / per))] = 1;
+      sum += static_cast<double>(std::count(hit.begin(), hit.end(), 1));
+    }
+    return sum / starts;
+  };
+  s.ranks_per_token = spanned(ranks);
+  s.nodes_per_token = spanned(nodes);
+  s.p_rank = s.ranks_per_token / ranks;
+  s.p_node = s.nodes_per_token / nodes;
   s.remote_ranks_same_node = (rpn - 1) * s.p_rank;
   s.remote_nodes = (nodes - 1) * s.p_node;
   s.remote_ranks_other_nodes = (ranks - rpn) * s.p_rank;

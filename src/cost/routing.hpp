@@ -36,6 +36,12 @@ struct RoutingStats {
 /// V3's node-limited routing), a token picks `max_groups` of them, then k experts among theirs.
 RoutingStats routing_stats(int E, int k, int ranks, int ranks_per_node, int max_groups, int groups = 0);
 
+/// The same statistics when token t takes the k consecutive experts from t k (mod E), the
+/// experts laid out in order over the ranks (E / ranks each) and the nodes: the mean over
+/// the cycle of starts of the ranks and nodes a block spans; a given unit is needed with
+/// p = (units per token) / units, by symmetry, for a token on any rank.
+RoutingStats round_robin_stats(int E, int k, int ranks, int ranks_per_node);
+
 /// Expected maximum of n independent Binomial(trials, p) loads, exactly:
 /// E[max] = sum over x >= 0 of 1 - F(x)^n (Boost.Math binomial CDF).
 double expected_max_binomial(double trials, double p, int n);

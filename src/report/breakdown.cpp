@@ -118,13 +118,11 @@ LayerTimes executed_layer(const Plan& plan, const LayerEstimate& l, const LayerC
   t.backward_s += tp.backward_s;
   // EP as the step runs it (cost::ep_exposed, over the layer's compute of both passes),
   // shared between the passes as their transfers are.
-  double ep_f = 0, ep_b = 0;
-  for (const CommOpEstimate& op : comm->ops) {
-    if (op.group == "ep") (op.phase == "forward" ? ep_f : ep_b) += op.time_s;
-  }
+  const cost::EpTransfers ep = cost::ep_transfers(plan.hardware, comm->ops, cost::ep_again(s, l));
+  const double ep_f = ep.forward_s, ep_b = ep.backward_s;
   if (ep_f + ep_b > 0) {
-    const double exposed = cost::ep_exposed(cost::ep_transfers(plan.hardware, comm->ops), l.forward_s + l.backward_s,
-                                            s.overlap.ep && s.parallel.pp > 1, plan.hardware.calibration.ep_overlap);
+    const double exposed = cost::ep_exposed(ep, l.forward_s + l.backward_s, s.overlap.ep && s.parallel.pp > 1,
+                                            plan.hardware.calibration.ep_overlap);
     t.forward_s += exposed * ep_f / (ep_f + ep_b);
     t.backward_s += exposed * ep_b / (ep_f + ep_b);
   }
@@ -293,8 +291,9 @@ std::string comm_text(const Plan& plan, const CommBreakdown& c) {
            " nodes per token\n";
     out += "load      busiest expert " + fmt("%.3f", r.expert_load) + "x the mean, busiest rank " +
            fmt("%.3f", r.rank_load) + "x (" +
-           (plan.strategy.moe.routing == Routing::Balanced
-                ? std::string("forced-balanced routing")
+           (balanced_load(plan.strategy.moe.routing)
+                ? std::string(plan.strategy.moe.routing == Routing::RoundRobin ? "round-robin routing"
+                                                                               : "forced-balanced routing")
                 : std::string(config::spelling(config::kRoutingNames, plan.strategy.moe.routing)) +
                       " routing, load from random top-k statistics") +
            "), strategy imbalance " +

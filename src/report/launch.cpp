@@ -395,7 +395,7 @@ std::string megatron(const Plan& plan) {
                        " GPUs, so --moe-router-num-groups cannot be one group per node)");
       }
     }
-    if (s.moe.routing == Routing::Balanced) arg("--moe-router-force-load-balancing");
+    if (balanced_load(s.moe.routing)) arg("--moe-router-force-load-balancing");
     if (s.moe.fp8_dispatch && t.precision == Precision::Fp8) {
       lost.push_back(
           "moe.dispatch_precision fp8 (tokens dispatched in FP8; Megatron-LM dispatches BF16)");
@@ -673,7 +673,7 @@ std::string torchtitan(const Plan& plan) {
             "] (torchtitan's selective checkpointing picks ops by its own policy)");
       break;
   }
-  if (moe && s.moe.routing == Routing::Balanced) {
+  if (moe && balanced_load(s.moe.routing)) {
     o.add("");
     o.add("[debug]");
     o.add("moe_force_load_balance = true   # balanced routing (torchtitan: for debugging)");

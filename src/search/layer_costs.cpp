@@ -101,15 +101,15 @@ LayerCosts compute_layer_costs(const HardwareSpec& hw, const ModelSpec& m, const
   out.ep_overlap = hw.calibration.ep_overlap;
   for (const LayerComm& l : comm.layers) {
     KindCost& k = kind_of(out, l.kind);
-    const cost::EpTransfers ep = cost::ep_transfers(hw, l.ops);
+    bool again = false;
+    for (const LayerEstimate& le : compute.layers) again = again || (le.kind == l.kind && cost::ep_again(s, le));
+    const cost::EpTransfers ep = cost::ep_transfers(hw, l.ops, again);
     k.ep_engine = ep.engine_s;
     k.ep_units = ep.units;
+    k.ep_f = ep.forward_s;
+    k.ep_b = ep.backward_s;
     for (const CommOpEstimate& op : l.ops) {
-      const bool fwd = op.phase == "forward";
-      if (op.group == "ep") {
-        (fwd ? k.ep_f : k.ep_b) += op.time_s;
-        k.queueing += op.queueing_s;
-      }
+      if (op.group == "ep") k.queueing += op.queueing_s;
     }
     for (const LayerEstimate& le : compute.layers) {
       if (le.kind != l.kind) continue;

@@ -459,7 +459,7 @@ Evaluation Planner::explain(const Strategy& s) const {
   Evaluation ev;
   ev.plan = Plan{impl_->hw, impl_->model, s};
   ev.comm = estimate_comm(ev.plan);
-  const double load = s.moe.routing == Routing::Balanced ? 1.0 : ev.comm.routing.rank_load;
+  const double load = balanced_load(s.moe.routing) ? 1.0 : ev.comm.routing.rank_load;
   ev.compute = estimate_compute(ev.plan, load);
   ev.memory = estimate_memory(ev.plan, load);
   ev.estimate = evaluate(s);

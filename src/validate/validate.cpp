@@ -112,7 +112,7 @@ CaseResult run_case(const ValidationCase& c) {
         const bool moe = c.metric == Metric::MoeLayerForwardMs || c.metric == Metric::MoeLayerBackwardMs;
         const bool fwd = c.metric == Metric::MoeLayerForwardMs || c.metric == Metric::LayerForwardMs;
         CommBreakdown comm = estimate_comm(plan);
-        const double load = s.moe.routing == Routing::Balanced ? 1.0 : comm.routing.rank_load;
+        const double load = balanced_load(s.moe.routing) ? 1.0 : comm.routing.rank_load;
         ComputeBreakdown b = estimate_compute(plan, load);
         const std::string kind = moe ? "moe" : "dense";
         double compute = 0, communication = 0;

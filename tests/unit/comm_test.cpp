@@ -134,6 +134,57 @@ TEST_SUITE("cost.routing") {
     CHECK(limited.p_node == doctest::Approx(0.5 * hit_probability(128, 32, 8)));
   }
 
+  TEST_CASE("round-robin routing: the ranks and nodes a block of k consecutive experts spans, by hand") {
+    // DeepSeek-V3 under NeMo AutoModel's fake gate at EP64 over 8 nodes: token t takes experts
+    // 8t .. 8t + 7 (mod 256), aligned to 8; 4 experts per rank, 32 per node: 2 ranks, 1 node.
+    RoutingStats d = round_robin_stats(256, 8, 64, 8);
+    CHECK(d.ranks_per_token == doctest::Approx(2.0));
+    CHECK(d.nodes_per_token == doctest::Approx(1.0));
+    CHECK(d.p_rank == doctest::Approx(2.0 / 64));
+    CHECK(d.p_node == doctest::Approx(1.0 / 8));
+    CHECK(d.remote_nodes == doctest::Approx(7.0 / 8));
+    CHECK(d.remote_ranks_same_node == doctest::Approx(7 * 2.0 / 64));
+    // Qwen3-30B-A3B at EP8 in one node: 8 of 128 experts, 16 per rank: one rank.
+    CHECK(round_robin_stats(128, 8, 8, 8).ranks_per_token == doctest::Approx(1.0));
+    // 12 experts, k = 2, 4 ranks of 3 (0-2, 3-5, 6-8, 9-11): the starts 0, 2, .., 10 give
+    // {0,1} 1 rank, {2,3} 2, {4,5} 1, {6,7} 1, {8,9} 2, {10,11} 1: 8 / 6 ranks per token.
+    CHECK(round_robin_stats(12, 2, 4, 4).ranks_per_token == doctest::Approx(8.0 / 6));
+    // A block that wraps: 8 experts, k = 3, 4 ranks of 2: every start spans 2 ranks ({6,7,0}:
+    // ranks 3 and 0).
+    CHECK(round_robin_stats(8, 3, 4, 4).ranks_per_token == doctest::Approx(2.0));
+  }
+
+  TEST_CASE("a MoE block recomputed whole re-runs its EP exchange in the backward") {
+    // Forward dispatch + combine 1 ms, backward 1 ms: run again, the backward holds 2 ms of
+    // transfers and the layer 3 ms.
+    const HardwareSpec hw = load_hardware("h800-ib");
+    std::vector<CommOpEstimate> ops(2);
+    ops[0].group = ops[1].group = "ep";
+    ops[0].phase = "forward";
+    ops[1].phase = "backward";
+    ops[0].time_s = ops[1].time_s = 1e-3;
+    const cost::EpTransfers once = cost::ep_transfers(hw, ops, false), twice = cost::ep_transfers(hw, ops, true);
+    CHECK(once.time_s == doctest::Approx(2e-3));
+    CHECK(twice.time_s == doctest::Approx(3e-3));
+    CHECK(twice.forward_s == doctest::Approx(1e-3));
+    CHECK(twice.backward_s == doctest::Approx(2e-3));
+    // Which layers: a recomputed permutation (full recompute), not torchtitan's op policy.
+    Plan p = load_plan("deepseek-v3-h800");
+    p.strategy.training.recompute.mode = RecomputeMode::Full;
+    bool seen = false;
+    for (const LayerEstimate& l : estimate_compute(p).layers) {
+      if (l.kind != "moe") continue;
+      seen = true;
+      CHECK(cost::ep_again(p.strategy, l));
+      Strategy op = p.strategy;
+      op.training.recompute.mode = RecomputeMode::Op;
+      CHECK_FALSE(cost::ep_again(op, l));
+    }
+    CHECK(seen);
+    p.strategy.training.recompute.mode = RecomputeMode::None;
+    for (const LayerEstimate& l : estimate_compute(p).layers) CHECK_FALSE(cost::ep_again(p.strategy, l));
+  }
+
   TEST_CASE("group-limited routing with the model's own groups, by hand") {
     // Megatron-Core's DeepSeek proxy layer (moe_perf test_cases.py: 32 experts, top-8, 8 groups,
     // group top-k 4) on EP8 in one node: a group per rank. A rank is needed only if its group
