@@ -15,7 +15,10 @@ double dma_compute_share(const HardwareSpec& hw) {
 bool ep_again(const Strategy& s, const LayerEstimate& layer) {
   if (s.training.recompute.mode == RecomputeMode::Op) return false;
   for (const OpEstimate& op : layer.ops) {
-    if (op.phase == "recompute" && op.name == "permute") return true;
+    // the MoE block's permutation (`mtp.permute` in the MTP module's block)
+    const bool permute = op.name == "permute" ||
+                         (op.name.size() > 8 && op.name.compare(op.name.size() - 8, 8, ".permute") == 0);
+    if (op.phase == "recompute" && permute) return true;
   }
   return false;
 }
