@@ -16,9 +16,7 @@ bool ep_again(const Strategy& s, const LayerEstimate& layer) {
   if (s.training.recompute.mode == RecomputeMode::Op) return false;
   for (const OpEstimate& op : layer.ops) {
     // the MoE block's permutation (`mtp.permute` in the MTP module's block)
-    const bool permute = op.name == "permute" ||
-                         (op.name.size() > 8 && op.name.compare(op.name.size() - 8, 8, ".permute") == 0);
-    if (op.phase == "recompute" && permute) return true;
+    if (op.phase == "recompute" && (op.name == "permute" || op.name.ends_with(".permute"))) return true;
   }
   return false;
 }
@@ -33,7 +31,6 @@ EpTransfers ep_transfers(const HardwareSpec& hw, const std::vector<CommOpEstimat
     const double times = fwd && again ? 2.0 : 1.0;
     (fwd ? ep.forward_s : ep.backward_s) += op.time_s;
     if (fwd && again) ep.backward_s += op.time_s;
-    ep.time_s += times * op.time_s;
     // On a device whose communication kernels hold a few of its compute units (`comm_units`:
     // DeepEP's SMs, NCCL's channels), a stage that holds a share of them hides under compute
     // that runs on the rest, and one that holds them all adds. On others (no comm_units:
@@ -53,6 +50,7 @@ EpTransfers ep_transfers(const HardwareSpec& hw, const std::vector<CommOpEstimat
       ep.engine_s += times * std::min(op.compute_s, op.time_s);
     }
   }
+  ep.time_s = ep.forward_s + ep.backward_s;
   return ep;
 }
 

@@ -49,10 +49,22 @@ double unit_hit(int E, int k, int units, int G, int M) {
 
 bool nests(int a, int b) { return a > 0 && b > 0 && (a % b == 0 || b % a == 0); }
 
+// The expected counts from the chance a token needs a given rank and node (linear in them).
+RoutingStats with_counts(double p_rank, double p_node, int ranks, int rpn, int nodes) {
+  RoutingStats s;
+  s.p_rank = p_rank;
+  s.p_node = p_node;
+  s.ranks_per_token = ranks * p_rank;
+  s.nodes_per_token = nodes * p_node;
+  s.remote_ranks_same_node = (rpn - 1) * p_rank;
+  s.remote_nodes = (nodes - 1) * p_node;
+  s.remote_ranks_other_nodes = (ranks - rpn) * p_rank;
+  return s;
+}
+
 }  // namespace
 
 RoutingStats routing_stats(int E, int k, int ranks, int ranks_per_node, int max_groups, int groups) {
-  RoutingStats s;
   ranks = std::max(1, ranks);
   const int rpn = std::clamp(ranks_per_node, 1, ranks);
   const int nodes = (ranks + rpn - 1) / rpn;
@@ -60,22 +72,12 @@ RoutingStats routing_stats(int E, int k, int ranks, int ranks_per_node, int max_
   const bool limited = max_groups > 0 && max_groups < G && E % G == 0 && max_groups * (E / G) >= k &&
                        nests(G, ranks) && nests(G, nodes) && E % ranks == 0 && E % nodes == 0;
   if (limited) {
-    s.p_node = unit_hit(E, k, nodes, G, max_groups);
-    s.p_rank = unit_hit(E, k, ranks, G, max_groups);
-  } else {
-    s.p_node = hit_probability(E, E / nodes, k);
-    s.p_rank = hit_probability(E, E / ranks, k);
+    return with_counts(unit_hit(E, k, ranks, G, max_groups), unit_hit(E, k, nodes, G, max_groups), ranks, rpn, nodes);
   }
-  s.ranks_per_token = ranks * s.p_rank;
-  s.nodes_per_token = nodes * s.p_node;
-  s.remote_ranks_same_node = (rpn - 1) * s.p_rank;
-  s.remote_nodes = (nodes - 1) * s.p_node;
-  s.remote_ranks_other_nodes = (ranks - rpn) * s.p_rank;
-  return s;
+  return with_counts(hit_probability(E, E / ranks, k), hit_probability(E, E / nodes, k), ranks, rpn, nodes);
 }
 
 RoutingStats round_robin_stats(int E, int k, int ranks, int ranks_per_node) {
-  RoutingStats s;
   ranks = std::max(1, ranks);
   const int rpn = std::clamp(ranks_per_node, 1, ranks);
   const int nodes = (ranks + rpn - 1) / rpn;
@@ -95,14 +97,7 @@ RoutingStats round_robin_stats(int E, int k, int ranks, int ranks_per_node) {
     }
     return sum / starts;
   };
-  s.ranks_per_token = spanned(ranks);
-  s.nodes_per_token = spanned(nodes);
-  s.p_rank = s.ranks_per_token / ranks;
-  s.p_node = s.nodes_per_token / nodes;
-  s.remote_ranks_same_node = (rpn - 1) * s.p_rank;
-  s.remote_nodes = (nodes - 1) * s.p_node;
-  s.remote_ranks_other_nodes = (ranks - rpn) * s.p_rank;
-  return s;
+  return with_counts(spanned(ranks) / ranks, spanned(nodes) / nodes, ranks, rpn, nodes);
 }
 
 namespace {

@@ -1,5 +1,7 @@
 #include "search/layer_costs.hpp"
 
+#include <algorithm>
+
 #include "cost/comm.hpp"
 #include "paraplan/estimate.hpp"
 
@@ -101,9 +103,10 @@ LayerCosts compute_layer_costs(const HardwareSpec& hw, const ModelSpec& m, const
   out.ep_overlap = hw.calibration.ep_overlap;
   for (const LayerComm& l : comm.layers) {
     KindCost& k = kind_of(out, l.kind);
-    bool again = false;
-    for (const LayerEstimate& le : compute.layers) again = again || (le.kind == l.kind && cost::ep_again(s, le));
-    const cost::EpTransfers ep = cost::ep_transfers(hw, l.ops, again);
+    const auto le = std::find_if(compute.layers.begin(), compute.layers.end(),
+                                 [&](const LayerEstimate& c) { return c.kind == l.kind; });
+    const bool found = le != compute.layers.end();
+    const cost::EpTransfers ep = cost::ep_transfers(hw, l.ops, found && cost::ep_again(s, *le));
     k.ep_engine = ep.engine_s;
     k.ep_units = ep.units;
     k.ep_f = ep.forward_s;
@@ -111,12 +114,11 @@ LayerCosts compute_layer_costs(const HardwareSpec& hw, const ModelSpec& m, const
     for (const CommOpEstimate& op : l.ops) {
       if (op.group == "ep") k.queueing += op.queueing_s;
     }
-    for (const LayerEstimate& le : compute.layers) {
-      if (le.kind != l.kind) continue;
-      const cost::CpExposed cp = cost::cp_exposed(s, l.ops, cost::attention_times(le));
+    if (found) {
+      const cost::CpExposed cp = cost::cp_exposed(s, l.ops, cost::attention_times(*le));
       k.cp_f = cp.forward_s;
       k.cp_b = cp.backward_s;
-      const cost::TpExposed tp = cost::tp_exposed(hw, s, l.ops, le);
+      const cost::TpExposed tp = cost::tp_exposed(hw, s, l.ops, *le);
       k.tp_f = tp.forward_s;
       k.tp_b = tp.backward_s;
     }
