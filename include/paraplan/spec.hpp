@@ -505,6 +505,12 @@ struct Training {
   bool repeat_kv = false;
   /// Context-parallel exchange (`training.cp_comm`), used when parallel.cp > 1.
   CpComm cp_comm = CpComm::P2p;
+  /// How many times a step runs the pipeline schedule, each run over micro-batches / runs of
+  /// the step's micro-batches with its own fill and drain: frameworks that loop gradient
+  /// accumulation around the schedule (torchtitan, NeMo AutoModel: one schedule step per local
+  /// batch) rather than feeding every micro-batch to one schedule (Megatron). The gradient
+  /// sync and the optimizer still run once per step. `training.pipeline_runs`.
+  int pipeline_runs = 1;
 };
 
 /// MoE execution settings.
@@ -569,7 +575,7 @@ struct RuleViolation {
 };
 
 /// Checks a strategy against its hardware and model; empty when valid.
-/// Rules: world, heads_tp, kv_heads_tp, experts_ep, ep_world, layers_pp, batch_dp,
+/// Rules: world, heads_tp, kv_heads_tp, experts_ep, ep_world, layers_pp, batch_dp, batch_runs,
 /// vpp_schedule, dualpipe_pp, nodes_cluster, seq_cp, moe_fields, ep_over_dies, sp_tp,
 /// attention_kernel, pipeline_layout.
 [[nodiscard]] PARAPLAN_EXPORT std::vector<RuleViolation> check_rules(const Strategy& s, const HardwareSpec& hw,
@@ -613,6 +619,7 @@ struct SearchSpace {
   bool bf16_grads = false;         ///< training.grad_precision: bf16
   bool cuda_graphs = false;        ///< training.cuda_graphs
   bool repeat_kv = false;          ///< training.repeat_kv
+  int pipeline_runs = 1;           ///< training.pipeline_runs
   Choice<CpComm> cp_comm;          ///< training.cp_comm (p2p when absent; explored where cp > 1)
   Choice<int> global_batch;
   int seq_len = 0;

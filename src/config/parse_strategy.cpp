@@ -229,6 +229,7 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
       sp.bf16_grads = *v;
     }
     if (auto v = t.boolean("repeat_kv")) sp.repeat_kv = *v;
+    if (auto v = t.count("pipeline_runs", Need::Optional, 1, 1 << 20)) sp.pipeline_runs = *v;
     choice.read(t, "cp_comm", sp.cp_comm, enumeration(kCpCommNames));
     // flash (the hardware's default kernel), unfused, or one of the hardware's flash-attention
     // kernels by name (checked against the hardware by the `attention_kernel` rule).
@@ -321,6 +322,7 @@ Strategy read_strategy(const Node& root, Diags& diags) {
   s.training.bf16_grads = sp.bf16_grads;
   s.training.cuda_graphs = sp.cuda_graphs;
   s.training.repeat_kv = sp.repeat_kv;
+  s.training.pipeline_runs = sp.pipeline_runs;
   s.training.cp_comm = first_or(sp.cp_comm, CpComm::P2p);
   s.moe.dispatch = first_or(sp.dispatch, Dispatch::AllToAll);
   s.moe.routing = first_or(sp.routing, Routing::Uniform);

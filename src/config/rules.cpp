@@ -27,7 +27,8 @@ namespace {
 // only counts the first rule). The search checks a candidate once per layout and distinct
 // Enumeration::rule_key (search/planner.cpp): of the fields a search varies inside a layout,
 // a rule here may read only parallel.sp, training.micro_batch, training.global_batch and
-// moe.chunks with moe.dispatch; a rule reading another one must be added to that key.
+// moe.chunks with moe.dispatch (and what a search does not vary: training.pipeline_runs); a
+// rule reading another one must be added to that key.
 template <typename FailWith>
 void check(const Strategy& s, const HardwareSpec& hw, const ModelSpec& m, FailWith&& fail_with) {
 #define fail(rule, key, ...) fail_with(rule, key, [&]() -> std::string { return __VA_ARGS__; })
@@ -137,6 +138,11 @@ void check(const Strategy& s, const HardwareSpec& hw, const ModelSpec& m, FailWi
     fail("batch_dp", "training.global_batch",
          "global_batch " + str(s.training.global_batch) + " is not a multiple of dp x micro_batch = " +
              str(p.dp) + " x " + str(s.training.micro_batch) + " = " + str(per_step));
+  }
+  if (s.training.pipeline_runs > 1 && s.training.global_batch % (per_step * s.training.pipeline_runs) != 0) {
+    fail("batch_runs", "training.pipeline_runs",
+         "global_batch " + str(s.training.global_batch) + " is not a multiple of dp x micro_batch x pipeline_runs = " +
+             str(per_step) + " x " + str(s.training.pipeline_runs) + ": every run of the schedule takes the same micro-batches");
   }
   const int seq = s.training.seq_len > 0 ? s.training.seq_len : m.seq_len;
   if (p.cp > 1 && seq % (2 * p.cp) != 0) {

@@ -770,7 +770,7 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
                        (m.tied_embeddings || has_mtp ? c.both_apart : 0);
     const bool same = r > 0 && n == held.n && chunks.size() == held.chunks;
     if (!same) held_by(n, chunks.size(), held);
-    const double in_flight = schedule::in_flight_sets(s, r, est.micro_batches);
+    const double in_flight = schedule::in_flight_sets(s, r, schedule::run_micro_batches(s));
     if (same && compact) {
       // Only in-flight sets differ from the rank before: the run's representative is the
       // rank that holds the most (the first, as every schedule's warm-up shrinks with r).
@@ -800,7 +800,7 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
     const auto run = std::prev(std::upper_bound(run_host.begin(), run_host.end(), r,
                                                 [](int rank, const RunHost& h) { return rank < h.first; }));
     double host = run->optimizer_host;
-    const double in_flight = schedule::in_flight_sets(s, r, est.micro_batches);
+    const double in_flight = schedule::in_flight_sets(s, r, schedule::run_micro_batches(s));
     if (s.training.activation_offload && in_flight > 1) {
       const double chunks = static_cast<double>(run->chunks);
       host += run->per_set_sum * (in_flight / chunks - 1.0 / chunks);

@@ -261,6 +261,10 @@ std::string megatron(const Plan& plan) {
   arg("--micro-batch-size " + str(t.micro_batch));
   arg("--global-batch-size " + str(t.global_batch));
   arg("--seq-length " + str(seq));
+  if (t.pipeline_runs > 1 && p.pp > 1) {
+    lost.push_back("training.pipeline_runs " + str(t.pipeline_runs) +
+                   " (Megatron-LM feeds all of a step's micro-batches to one run of the schedule)");
+  }
 
   // ---- precision ----
   arg("# precision");
@@ -610,10 +614,11 @@ std::string torchtitan(const Plan& plan) {
 
   // ---- [training] ----
   o.add("[training]");
-  // local_batch_size is per DP rank: with a pipeline one step runs it in micro-batches of
-  // pipeline_parallel_microbatch_size; without one, torchtitan accumulates gradients over
-  // global_batch_size / (local_batch_size x DP) steps.
-  const int local = p.pp > 1 && p.dp > 0 ? t.global_batch / p.dp : t.micro_batch;
+  // local_batch_size is per DP rank: with a pipeline one run of the schedule takes it in
+  // micro-batches of pipeline_parallel_microbatch_size (training.pipeline_runs runs a step:
+  // torchtitan accumulates gradients over global_batch_size / (local_batch_size x DP) of
+  // them); without one, it accumulates over that many micro-batches.
+  const int local = p.pp > 1 && p.dp > 0 ? t.global_batch / (p.dp * std::max(1, t.pipeline_runs)) : t.micro_batch;
   o.add("local_batch_size = " + str(local));
   o.add("global_batch_size = " + str(t.global_batch));
   o.add("seq_len = " + str(seq_len(plan)));

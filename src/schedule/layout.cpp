@@ -201,6 +201,8 @@ int micro_batches(const Strategy& s) {
   return std::max(1, s.training.global_batch / per_step);
 }
 
+int run_micro_batches(const Strategy& s) { return std::max(1, micro_batches(s) / std::max(1, s.training.pipeline_runs)); }
+
 double in_flight_sets(const Strategy& s, int rank, int m) {
   const int pp = std::max(1, s.parallel.pp);
   const int vpp = std::max(1, s.parallel.vpp);

@@ -74,6 +74,10 @@ RankRuns::Held rank_held(const std::vector<Chunk>& chunks, int dense_layers);
 /// Micro-batches per step per DP rank: global_batch / (dp x micro_batch).
 int micro_batches(const Strategy& s);
 
+/// Micro-batches of one run of the pipeline schedule: micro_batches / training.pipeline_runs
+/// (a step runs the schedule that many times, each with its own fill and drain).
+int run_micro_batches(const Strategy& s);
+
 /// Activation sets (micro-batch x chunk) rank r holds at its peak:
 /// 1F1B and zero-bubble (ZB-H1): min(pp - r, m);
 /// interleaved: min(2 (pp - r - 1) + (vpp - 1) pp + 1, m vpp) (Megatron's warm-up + 1);

@@ -392,6 +392,20 @@ struct Planner::Impl {
       }
       sim.makespan = t;
     }
+    // A step of several runs of the schedule: the run again after each drain, its
+    // micro-batches numbered on.
+    const int runs = std::max(1, s.training.pipeline_runs);
+    const std::size_t one_run = sim.events.size();
+    for (int k = 1; k < runs; ++k) {
+      for (std::size_t i = 0; i < one_run; ++i) {
+        schedule::Event ev = sim.events[i];
+        ev.micro += k * pl.micro_batches;
+        ev.start += k * sim.makespan;
+        ev.end += k * sim.makespan;
+        sim.events.push_back(ev);
+      }
+    }
+    sim.makespan *= runs;
     tl.ok = sim.ok;
     tl.error = sim.error;
     tl.pipeline_s = sim.makespan;
@@ -777,6 +791,7 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
   base.training.fp8_storage = sp.fp8_storage;
   base.training.bf16_grads = sp.bf16_grads;
   base.training.cuda_graphs = sp.cuda_graphs;
+  base.training.pipeline_runs = sp.pipeline_runs;
   base.training.repeat_kv = sp.repeat_kv;
   base.overlap = sp.overlap;
   base.collective_algorithm = sp.collective_algorithm;
@@ -991,7 +1006,7 @@ std::string search_key(const SearchSpace& sp, const SearchOptions& o) {
   put(k, sp.schedule);
   put(k, sp.attention_kernel);
   put(k, sp.pipeline_layout);
-  for (int v : {sp.first_stage_layers, sp.last_stage_layers, sp.eager_loss, sp.seq_len,
+  for (int v : {sp.first_stage_layers, sp.last_stage_layers, sp.eager_loss, sp.seq_len, sp.pipeline_runs,
                 static_cast<int>(sp.collective_algorithm), o.top, static_cast<int>(o.objective), o.resimulate}) {
     raw(k, v);
   }

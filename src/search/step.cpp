@@ -173,9 +173,10 @@ Ranks rank_times(const ModelSpec& m, const Strategy& s, const LayerCosts& c) {
   return out;
 }
 
+// One run of the schedule (training.pipeline_runs: a step runs it that many times).
 schedule::Pipeline pipeline_from(const Ranks& ranks, const Strategy& s, const StrategyComm& comm) {
   schedule::Pipeline pl;
-  pl.micro_batches = schedule::micro_batches(s);
+  pl.micro_batches = schedule::run_micro_batches(s);
   pl.p2p_s = comm.pp_send_s;
   pl.p2p_overlapped = s.overlap.pp;
   for (const auto& chunks : ranks.chunks) {
@@ -296,12 +297,15 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
   t.tp_comm = micro * worst.tp;
   t.ep_comm = micro * worst.ep;
   t.queueing = micro * worst.queueing;
-  t.pp_bubble = bubble(s, chunk);
+  // A step that runs the schedule `runs` times (gradient accumulation around it) fills and
+  // drains the pipeline in each run.
+  const int runs = std::max(1, s.training.pipeline_runs);
+  t.pp_bubble = runs * bubble(s, chunk);
   // PP: with overlap only the fill and drain chains wait for transfers (forward and
   // backward), across every chunk boundary; otherwise every micro-batch does.
   if (p.pp > 1) {
     const double chain = (s.schedule == Schedule::Interleaved ? p.pp * p.vpp : p.pp) - 1.0;
-    t.pp_comm = 2 * (s.overlap.pp ? chain : chain + micro) * comm.pp_send_s;
+    t.pp_comm = 2 * (s.overlap.pp ? runs * chain : runs * chain + micro) * comm.pp_send_s;
   }
   // DP: the bucketed gradient reduce-scatter (or all-reduce) overlapped with the last
   // micro-batch's backward, whose gradients it waits for, and the parameter all-gather with
@@ -364,7 +368,7 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
     const schedule::Simulation sim = schedule::simulate(s.schedule, pipeline_from(ranks, s, comm));
     if (sim.ok) {
       const double busy = micro * worst.total();
-      const double idle = std::max(0.0, sim.makespan - busy);
+      const double idle = std::max(0.0, runs * sim.makespan - busy);
       t.pp_comm = std::min(t.pp_comm, idle);
       t.pp_bubble = idle - t.pp_comm;
       t.exposed_comm = t.tp_comm + t.ep_comm + t.pp_comm + t.dp_comm;

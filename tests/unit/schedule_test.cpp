@@ -157,6 +157,76 @@ TEST_SUITE("schedule.step") {
     CHECK(sim.closed_form_step_s == doctest::Approx(closed.step_time_s));
   }
 
+  TEST_CASE("pipeline_runs: each run of the schedule fills and drains the pipeline") {
+    // Gradient accumulation around the schedule (torchtitan, NeMo AutoModel): a step of m
+    // micro-batches in R runs of m / R each takes R (m / R + p - 1)(F + B + W) =
+    // (m + R (p - 1))(F + B + W). p = 4, m = 8, F + B + W = 4: R = 1 44 (above), R = 2
+    // 2 x (4 + 3) x 4 = 56, R = 4 4 x (2 + 3) x 4 = 80; interleaved, v = 2 with chunk 0.5, 1,
+    // 0.5 (rank 4 per micro-batch): R = 2, 2 x (4 x 4 + 3 x 4 / 2) = 44 (1 run: 38).
+    HardwareSpec hw = load_hardware("h100-sxm-ib");
+    ModelSpec m = load_model("llama3-70b");
+    m.layers = 4;
+    Strategy s;
+    s.nodes = 4;
+    s.parallel.tp = 8;
+    s.parallel.pp = 4;
+    s.schedule = Schedule::OneFOneB;
+    s.training.micro_batch = 1;
+    s.training.global_batch = 8;
+    search::LayerCosts c;
+    c.dense.f = 1.0;
+    c.dense.b = 2.0;
+    c.dense.w = 1.0;
+    for (const auto& [runs, step] : {std::pair{1, 44.0}, {2, 56.0}, {4, 80.0}}) {
+      s.training.pipeline_runs = runs;
+      CAPTURE(runs);
+      const Estimate closed = search::evaluate_step(hw, m, s, c, MemoryEstimate{}, search::StrategyComm{}, true, false);
+      const Estimate sim = search::evaluate_step(hw, m, s, c, MemoryEstimate{}, search::StrategyComm{}, true, true);
+      CHECK(sim.simulated);
+      CHECK(sim.step_time_s == doctest::Approx(step));
+      CHECK(closed.step_time_s == doctest::Approx(step));
+      CHECK(sim.micro_batches == 8);  // the step's micro-batches, whatever the runs
+      CHECK(sim.time_s.compute == doctest::Approx(8 * 4.0));
+    }
+    m.layers = 8;
+    s.parallel.vpp = 2;
+    s.schedule = Schedule::Interleaved;
+    c.dense = {};
+    c.dense.f = 0.5;
+    c.dense.b = 1.0;
+    c.dense.w = 0.5;
+    s.training.pipeline_runs = 2;
+    CHECK(search::evaluate_step(hw, m, s, c, MemoryEstimate{}, search::StrategyComm{}, true, true).step_time_s ==
+          doctest::Approx(44.0));
+    s.training.pipeline_runs = 1;
+    CHECK(search::evaluate_step(hw, m, s, c, MemoryEstimate{}, search::StrategyComm{}, true, true).step_time_s ==
+          doctest::Approx(38.0));
+    // A run holds no more micro-batches in flight than it has: 1F1B's first stage min(p, m / R).
+    s.schedule = Schedule::OneFOneB;
+    s.parallel.vpp = 1;
+    s.training.pipeline_runs = 4;
+    CHECK(in_flight_sets(s, 0, run_micro_batches(s)) == doctest::Approx(2.0));
+    s.training.pipeline_runs = 1;
+    CHECK(in_flight_sets(s, 0, run_micro_batches(s)) == doctest::Approx(4.0));
+  }
+
+  TEST_CASE("pipeline_runs: a batch the runs cannot share evenly is refused by the batch_runs rule") {
+    Strategy s;
+    s.nodes = 4;
+    s.parallel.tp = 8;
+    s.parallel.pp = 4;
+    s.training.micro_batch = 1;
+    s.training.global_batch = 6;
+    s.training.pipeline_runs = 4;
+    std::vector<std::string> rules;
+    for (const RuleViolation& v : check_rules(s, load_hardware("h100-sxm-ib"), load_model("llama3-70b"))) rules.push_back(v.rule);
+    CHECK(std::find(rules.begin(), rules.end(), "batch_runs") != rules.end());
+    s.training.global_batch = 8;
+    rules.clear();
+    for (const RuleViolation& v : check_rules(s, load_hardware("h100-sxm-ib"), load_model("llama3-70b"))) rules.push_back(v.rule);
+    CHECK(std::find(rules.begin(), rules.end(), "batch_runs") == rules.end());
+  }
+
   TEST_CASE("the timeline of a preset strategy: one compute track per stage, every task once") {
     Planner planner(load_hardware("h100-sxm-ib"), load_model("llama3-70b"));
     Strategy s;
@@ -178,6 +248,25 @@ TEST_SUITE("schedule.step") {
     }
     CHECK(compute == 4 * 8 * 3);
     CHECK(planner.evaluate(s).step_time_s == doctest::Approx(tl.step_time_s));
+    // Two runs of the schedule: the same tasks, four micro-batches each, the second run after
+    // the first one's drain.
+    s.training.pipeline_runs = 2;
+    const Timeline two = planner.timeline(s);
+    REQUIRE(two.ok);
+    int tasks = 0, late = 0;
+    double first_end = 0;
+    for (const TimelineEvent& e : two.events) {
+      if (e.stream != "compute" || e.kind == "optimizer") continue;
+      ++tasks;
+      if (e.micro < 4) first_end = std::max(first_end, e.end_s);
+    }
+    for (const TimelineEvent& e : two.events) {
+      if (e.stream == "compute" && e.kind != "optimizer" && e.micro >= 4 && e.start_s >= first_end - 1e-12) ++late;
+    }
+    CHECK(tasks == 4 * 8 * 3);
+    CHECK(late == 4 * 4 * 3);
+    CHECK(planner.evaluate(s).step_time_s == doctest::Approx(two.step_time_s));
+    CHECK(two.step_time_s > tl.step_time_s);
   }
 }
 
