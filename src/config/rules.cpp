@@ -141,8 +141,9 @@ void check(const Strategy& s, const HardwareSpec& hw, const ModelSpec& m, FailWi
   }
   if (s.training.pipeline_runs > 1 && s.training.global_batch % (per_step * s.training.pipeline_runs) != 0) {
     fail("batch_runs", "training.pipeline_runs",
-         "global_batch " + str(s.training.global_batch) + " is not a multiple of dp x micro_batch x pipeline_runs = " +
-             str(per_step) + " x " + str(s.training.pipeline_runs) + ": every run of the schedule takes the same micro-batches");
+         "global_batch " + str(s.training.global_batch) +
+             " is not a multiple of dp x micro_batch x pipeline_runs = " + str(per_step) + " x " +
+             str(s.training.pipeline_runs) + ": every run of the schedule takes the same micro-batches");
   }
   const int seq = s.training.seq_len > 0 ? s.training.seq_len : m.seq_len;
   if (p.cp > 1 && seq % (2 * p.cp) != 0) {

@@ -192,11 +192,11 @@ std::string estimate_text(const Plan& plan, const Estimate& e) {
   const TimeBreakdown& t = e.time_s;
   std::string out;
   const int runs = std::max(1, plan.strategy.training.pipeline_runs);
+  const std::string in_runs = runs > 1 ? ", in " + std::to_string(runs) + " runs of the schedule of " +
+                                             std::to_string(e.micro_batches / runs) + " each"
+                                       : std::string();
   out += "\nStep (" + std::to_string(e.micro_batches) + " micro-batches per DP rank, " +
-         std::string(schedule_name(plan.strategy.schedule)) +
-         (runs > 1 ? ", in " + std::to_string(runs) + " runs of the schedule of " + std::to_string(e.micro_batches / runs) + " each"
-                   : std::string()) +
-         "):\n";
+         std::string(schedule_name(plan.strategy.schedule)) + in_runs + "):\n";
   auto row = [&](const char* name, double v) {
     out += "  " + pad(name, 22) + pad(units::format_time(v), 12, true) +
            pad(fmt("%.1f%%", 100 * v / e.step_time_s), 9, true) + "\n";

@@ -691,6 +691,12 @@ TEST_SUITE("interop.export") {
     CHECK(has(b, "# not expressible: moe.dispatch allgather"));
     CHECK(has(b, "# not expressible: ep_over_dies"));
     CHECK(has(b, "# not expressible: optimizer adam8bit"));
+
+    // Two runs of the schedule per step: torchtitan's gradient accumulation over local
+    // batches, 15360 / (128 x 2) = 60 sequences each; Megatron-LM cannot say it.
+    const Plan two = load_plan("deepseek-v3-h800", {"training.pipeline_runs=2"});
+    CHECK(lines_with(launch_settings(two, LaunchTarget::Torchtitan), "local_batch_size = 60").size() == 1);
+    CHECK(has(launch_settings(two, LaunchTarget::Megatron), "# not expressible: training.pipeline_runs 2"));
   }
 
   TEST_CASE("uneven stages and virtual stages the frameworks can express") {
