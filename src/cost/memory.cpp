@@ -753,6 +753,7 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
   run_host.clear();
   Held held;
   const bool has_mtp = m.mtp_depth > 0;
+  const int run_micro = schedule::run_micro_batches(s);  // one run of the schedule's micro-batches
   for (std::size_t i = 0; i < visits; ++i) {
     const int r = compact ? runs->starts[i] : static_cast<int>(i);
     const auto& chunks = ranks[static_cast<std::size_t>(r)];
@@ -770,7 +771,7 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
                        (m.tied_embeddings || has_mtp ? c.both_apart : 0);
     const bool same = r > 0 && n == held.n && chunks.size() == held.chunks;
     if (!same) held_by(n, chunks.size(), held);
-    const double in_flight = schedule::in_flight_sets(s, r, schedule::run_micro_batches(s));
+    const double in_flight = schedule::in_flight_sets(s, r, run_micro);
     if (same && compact) {
       // Only in-flight sets differ from the rank before: the run's representative is the
       // rank that holds the most (the first, as every schedule's warm-up shrinks with r).
@@ -800,7 +801,7 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
     const auto run = std::prev(std::upper_bound(run_host.begin(), run_host.end(), r,
                                                 [](int rank, const RunHost& h) { return rank < h.first; }));
     double host = run->optimizer_host;
-    const double in_flight = schedule::in_flight_sets(s, r, schedule::run_micro_batches(s));
+    const double in_flight = schedule::in_flight_sets(s, r, run_micro);
     if (s.training.activation_offload && in_flight > 1) {
       const double chunks = static_cast<double>(run->chunks);
       host += run->per_set_sum * (in_flight / chunks - 1.0 / chunks);
