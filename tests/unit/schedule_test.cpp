@@ -33,6 +33,30 @@ Pipeline uniform(int pp, int chunks, int m, double f, double b, double w) {
   return p;
 }
 
+// 1F1B over 4 stages of one layer each, 8 micro-batches, and given layer times F, B, W = 1,
+// 2, 1: the step the first schedule test above times by hand.
+struct UniformStep {
+  HardwareSpec hw;
+  ModelSpec m;
+  Strategy s;
+  search::LayerCosts c;
+};
+
+UniformStep uniform_step() {
+  UniformStep u{load_hardware("h100-sxm-ib"), load_model("llama3-70b"), Strategy{}, search::LayerCosts{}};
+  u.m.layers = 4;
+  u.s.nodes = 4;
+  u.s.parallel.tp = 8;
+  u.s.parallel.pp = 4;
+  u.s.schedule = Schedule::OneFOneB;
+  u.s.training.micro_batch = 1;
+  u.s.training.global_batch = 8;
+  u.c.dense.f = 1.0;
+  u.c.dense.b = 2.0;
+  u.c.dense.w = 1.0;
+  return u;
+}
+
 }  // namespace
 
 TEST_SUITE("schedule.simulate") {
@@ -135,20 +159,7 @@ TEST_SUITE("schedule.simulate") {
 
 TEST_SUITE("schedule.step") {
   TEST_CASE("evaluate times the pipeline by the simulation; uniform stages agree with the closed form") {
-    HardwareSpec hw = load_hardware("h100-sxm-ib");
-    ModelSpec m = load_model("llama3-70b");
-    m.layers = 4;
-    Strategy s;
-    s.nodes = 4;
-    s.parallel.tp = 8;
-    s.parallel.pp = 4;
-    s.schedule = Schedule::OneFOneB;
-    s.training.micro_batch = 1;
-    s.training.global_batch = 8;
-    search::LayerCosts c;
-    c.dense.f = 1.0;
-    c.dense.b = 2.0;
-    c.dense.w = 1.0;
+    auto [hw, m, s, c] = uniform_step();
     const Estimate closed = search::evaluate_step(hw, m, s, c, MemoryEstimate{}, search::StrategyComm{}, true, false);
     const Estimate sim = search::evaluate_step(hw, m, s, c, MemoryEstimate{}, search::StrategyComm{}, true, true);
     CHECK_FALSE(closed.simulated);
@@ -163,20 +174,7 @@ TEST_SUITE("schedule.step") {
     // (m + R (p - 1))(F + B + W). p = 4, m = 8, F + B + W = 4: R = 1 44 (above), R = 2
     // 2 x (4 + 3) x 4 = 56, R = 4 4 x (2 + 3) x 4 = 80; interleaved, v = 2 with chunk 0.5, 1,
     // 0.5 (rank 4 per micro-batch): R = 2, 2 x (4 x 4 + 3 x 4 / 2) = 44 (1 run: 38).
-    HardwareSpec hw = load_hardware("h100-sxm-ib");
-    ModelSpec m = load_model("llama3-70b");
-    m.layers = 4;
-    Strategy s;
-    s.nodes = 4;
-    s.parallel.tp = 8;
-    s.parallel.pp = 4;
-    s.schedule = Schedule::OneFOneB;
-    s.training.micro_batch = 1;
-    s.training.global_batch = 8;
-    search::LayerCosts c;
-    c.dense.f = 1.0;
-    c.dense.b = 2.0;
-    c.dense.w = 1.0;
+    auto [hw, m, s, c] = uniform_step();
     for (const auto& [runs, step] : {std::pair{1, 44.0}, {2, 56.0}, {4, 80.0}}) {
       s.training.pipeline_runs = runs;
       CAPTURE(runs);
