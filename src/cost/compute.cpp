@@ -323,9 +323,11 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
     // x device.launches_per_kernel, an op that spells out its launches one for one.
     bool waits = false;
     double launches_b = 0;
-    // The forward's ops in issue order, and where the host first waits.
-    std::vector<cost::IssuedOp> fwd_seq;
-    std::size_t sync_at = 0;
+    // The forward's ops in issue order, and where the host first waits; the backward's too
+    // (its recomputed forward first), where a recomputed MoE block waits again.
+    std::vector<cost::IssuedOp> fwd_seq, bwd_seq;
+    std::size_t sync_at = 0, bwd_sync_at = 0;
+    bool bwd_waits = false;
     bool graphed_f = false, graphed_b = false;
     for (const model::Op& op : layer.ops) {
       cost::OpTime t = cost::op_time(cm, op);
@@ -359,6 +361,11 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
         fwd_seq.push_back({launches, t.time_s, wait});
         graphed_f = graphed_f || op.graphed;
       } else {
+        const bool wait = op.kind == model::OpKind::HostSync;
+        if (op.graphed && !graphed_b) bwd_seq.push_back({1.0, 0.0, false});
+        if (wait && !bwd_waits) bwd_sync_at = bwd_seq.size();
+        bwd_waits = bwd_waits || wait;
+        bwd_seq.push_back({launches, t.time_s, wait});
         launches_b += launches;
         graphed_b = graphed_b || op.graphed;
       }
@@ -379,8 +386,10 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
     // per launch; the launches are counted above) or when the kernel before it ends, on one
     // in-order stream (cost::host_paced_s), so the pass takes at least its launches times the
     // issue time. Its backward starts from the queue the last forward wait drained and has
-    // no wait of its own: the host can run ahead across it, and it takes at least its
-    // launches (recomputed forward, input and weight gradients) times the issue time. The
+    // no wait of its own unless it recomputes the wait (a MoE block recomputed whole), so
+    // the host can run ahead across it, and it takes at least its launches (recomputed
+    // forward, input and weight gradients) times the issue time; a recomputed wait paces the
+    // backward as the forward's paces the forward. The
     // host is the bottleneck of a pass whose kernels are shorter than the host's time to
     // issue them (the DeepSeek trace's 32 us per launch is its two host threads', forward and
     // backward, over all 963 launches). A graphed part of a pass is replayed by one launch.
@@ -413,7 +422,14 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
         for (const cost::IssuedOp& o : fwd_seq) launches_f += o.launches;
         bound("forward", (launches_f + (graphed_f ? 1 : 0)) * issue, le.forward_s);
       }
-      bound("input_grad", (launches_b + (graphed_b ? 1 : 0)) * issue, le.backward_s);
+      if (bwd_waits) {
+        // A recomputed MoE block waits for its token counts again inside the backward: from
+        // that wait the backward is paced by the host as the forward is.
+        std::rotate(bwd_seq.begin(), bwd_seq.begin() + static_cast<std::ptrdiff_t>(bwd_sync_at + 1), bwd_seq.end());
+        bound("input_grad", cost::host_paced_s(bwd_seq, issue), le.backward_s);
+      } else {
+        bound("input_grad", (launches_b + (graphed_b ? 1 : 0)) * issue, le.backward_s);
+      }
     }
     out.layers.push_back(std::move(le));
   }

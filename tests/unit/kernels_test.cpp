@@ -389,6 +389,27 @@ TEST_SUITE("cost.host_issue") {
       CHECK(l.forward_s > 2 * kernels * 1e-3);
       CHECK(l.forward_s < 2 * kernels * 1e-3 + 0.1e-3);
     }
+    // Recomputed whole (full recompute), the MoE block waits for its token counts again in
+    // the backward: from that wait the backward is paced like the forward, its kernels x 1 ms
+    // plus what runs after the last issue (the kernel before the recomputed wait and the
+    // wait, each far below 1 ms), where without the recomputed wait it is the kernels x 1 ms
+    // exactly (above).
+    Plan full = load_plan("deepseek-v3-h800", {"training.recompute=full"});
+    full.hardware.device.host_issue_s = 1e-3;
+    full.hardware.device.launches_per_kernel = 1;
+    bool seen_wait = false;
+    for (const LayerEstimate& l : estimate_compute(full).layers) {
+      if (l.kind != "moe") continue;
+      int kernels_b = 0;
+      for (const OpEstimate& o : l.ops) {
+        if (o.phase == "forward") continue;
+        kernels_b += o.kernels;
+        seen_wait = seen_wait || (o.phase == "recompute" && o.kind == "host_sync" && o.name != "host_issue");
+      }
+      CHECK(l.backward_s > kernels_b * 1e-3 + 1e-9);
+      CHECK(l.backward_s < kernels_b * 1e-3 + 0.1e-3);
+    }
+    CHECK(seen_wait);
     // The preset's 32 us per launch (x 1.87 launches per graph kernel) does not bind
     // DeepSeek's large MoE kernels: the host costs the forward only the restart after the
     // wait, less than the issue of the op after it (the permute's 2 kernels x 1.87 x 32 us =
