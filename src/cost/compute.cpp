@@ -418,9 +418,10 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
         std::rotate(fwd_seq.begin(), fwd_seq.begin() + static_cast<std::ptrdiff_t>(sync_at + 1), fwd_seq.end());
         bound("forward", cost::host_paced_s(fwd_seq, issue), le.forward_s);
       } else {
+        // fwd_seq holds the graph's one launch already
         double launches_f = 0;
         for (const cost::IssuedOp& o : fwd_seq) launches_f += o.launches;
-        bound("forward", (launches_f + (graphed_f ? 1 : 0)) * issue, le.forward_s);
+        bound("forward", launches_f * issue, le.forward_s);
       }
       if (bwd_waits) {
         // A recomputed MoE block waits for its token counts again inside the backward: from

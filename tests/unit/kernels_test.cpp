@@ -537,6 +537,29 @@ TEST_SUITE("cost.host_issue") {
       CHECK(l.backward_s == doctest::Approx((after_b + 1) * issue));
     }
     CHECK(seen);
+    // A dense layer has no wait: its forward is one graph and the kernels outside it, issued
+    // ahead of the GPU; at 20 ms per launch the host bounds it: (kernels outside + 1) x 20 ms,
+    // the graph's launch counted once.
+    Plan slow = p;
+    slow.hardware.device.host_issue_s = 20e-3;
+    bool dense = false;
+    for (const LayerEstimate& l : estimate_compute(slow).layers) {
+      if (l.kind != "dense") continue;
+      dense = true;
+      int outside = 0;
+      bool graphed = false;
+      for (const model::Layer& g : graph) {
+        if (model::name(g.kind) != "dense") continue;
+        for (const model::Op& op : g.ops) {
+          if (op.phase != model::Phase::Forward) continue;
+          graphed = graphed || op.graphed;
+          if (!op.graphed) outside += op.kernels;
+        }
+      }
+      CHECK(graphed);
+      CHECK(l.forward_s == doctest::Approx((outside + 1) * 20e-3));
+    }
+    CHECK(dense);
     // The planner's per-layer cost cache tells the two settings apart.
     Planner planner(p.hardware, p.model);
     Strategy graphs = p.strategy, none = p.strategy;
