@@ -549,7 +549,7 @@ TEST_SUITE("cost.host_issue") {
       int outside = 0;
       bool graphed = false;
       for (const model::Layer& g : graph) {
-        if (model::name(g.kind) != "dense") continue;
+        if (std::string(model::name(g.kind)) != "dense") continue;
         for (const model::Op& op : g.ops) {
           if (op.phase != model::Phase::Forward) continue;
           graphed = graphed || op.graphed;
