@@ -200,6 +200,25 @@ double host_paced_s(const std::vector<IssuedOp>& ops, double issue_s) {
   return end;
 }
 
+void IssueOrder::add(double launches, double time_s, bool wait, bool graph) {
+  if (graph && !graphed) ops.push_back({1.0, 0.0, false});
+  graphed = graphed || graph;
+  if (wait && !waits) sync_at = ops.size();
+  waits = waits || wait;
+  ops.push_back({launches, time_s, wait});
+}
+
+double IssueOrder::host_s(double issue_s) const {
+  if (waits) {
+    std::vector<IssuedOp> from_wait = ops;
+    std::rotate(from_wait.begin(), from_wait.begin() + static_cast<std::ptrdiff_t>(sync_at + 1), from_wait.end());
+    return host_paced_s(from_wait, issue_s);
+  }
+  double launches = 0;
+  for (const IssuedOp& op : ops) launches += op.launches;
+  return launches * issue_s;
+}
+
 std::vector<TpBlockGemms> tp_block_gemms(const LayerEstimate& layer) {
   std::vector<TpBlockGemms> blocks;
   for (const OpEstimate& op : layer.ops) {
@@ -319,16 +338,9 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
     LayerEstimate le;
     le.kind = model::name(layer.kind);
     le.count = layer.count;
-    // The framework's launches per pass, for the host's issue bound below: each graph kernel
-    // x device.launches_per_kernel, an op that spells out its launches one for one.
-    bool waits = false;
-    double launches_b = 0;
-    // The forward's ops in issue order, and where the host first waits; the backward's too
-    // (its recomputed forward first), where a recomputed MoE block waits again.
-    std::vector<cost::IssuedOp> fwd_seq, bwd_seq;
-    std::size_t sync_at = 0, bwd_sync_at = 0;
-    bool bwd_waits = false;
-    bool graphed_f = false, graphed_b = false;
+    // Each pass's ops as the host issues them, for its issue bound below (the backward's
+    // recomputed forward first, where a MoE block recomputed whole waits again).
+    cost::IssueOrder fwd, bwd;
     for (const model::Op& op : layer.ops) {
       cost::OpTime t = cost::op_time(cm, op);
       OpEstimate oe;
@@ -350,25 +362,11 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
       if (op.kind == model::OpKind::GroupedGemm && cm.kernel != nullptr && cm.kernel->grouped_loop) {
         oe.kernels = op.groups;
       }
-      // A graphed op is replayed by its graph's one launch (counted once per pass below).
+      // The framework's launches: each graph kernel x device.launches_per_kernel, an op that
+      // spells out its launches one for one; a graphed op is replayed by its graph's launch.
       const double launches = op.graphed ? 0.0 : oe.kernels * (op.exact_launches ? 1.0 : per_graph_kernel);
-      if (op.phase == model::Phase::Forward) {
-        const bool wait = op.kind == model::OpKind::HostSync;
-        // The graph's one launch, issued before the first op it replays.
-        if (op.graphed && !graphed_f) fwd_seq.push_back({1.0, 0.0, false});
-        if (wait && !waits) sync_at = fwd_seq.size();
-        waits = waits || wait;
-        fwd_seq.push_back({launches, t.time_s, wait});
-        graphed_f = graphed_f || op.graphed;
-      } else {
-        const bool wait = op.kind == model::OpKind::HostSync;
-        if (op.graphed && !graphed_b) bwd_seq.push_back({1.0, 0.0, false});
-        if (wait && !bwd_waits) bwd_sync_at = bwd_seq.size();
-        bwd_waits = bwd_waits || wait;
-        bwd_seq.push_back({launches, t.time_s, wait});
-        launches_b += launches;
-        graphed_b = graphed_b || op.graphed;
-      }
+      (op.phase == model::Phase::Forward ? fwd : bwd)
+          .add(launches, t.time_s, op.kind == model::OpKind::HostSync, op.graphed);
       oe.achieved = t.achieved;
       oe.bound = t.bound;
       switch (op.phase) {
@@ -400,7 +398,7 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
     // The embedding and the head, one of each, run on the lead the host gained elsewhere.
     const bool stacked = layer.kind == model::LayerKind::Dense || layer.kind == model::LayerKind::Moe;
     const double issue = plan.hardware.device.host_issue_s;
-    if (issue > 0 && (waits || stacked)) {
+    if (issue > 0 && (fwd.waits || stacked)) {
       // The host's excess over a pass, shown as one op bound by the host.
       auto bound = [&](const char* phase, double host, double& pass_s) {
         if (host <= pass_s) return;
@@ -414,23 +412,8 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
         le.ops.push_back(h);
         pass_s = host;
       };
-      if (waits) {
-        std::rotate(fwd_seq.begin(), fwd_seq.begin() + static_cast<std::ptrdiff_t>(sync_at + 1), fwd_seq.end());
-        bound("forward", cost::host_paced_s(fwd_seq, issue), le.forward_s);
-      } else {
-        // fwd_seq holds the graph's one launch already
-        double launches_f = 0;
-        for (const cost::IssuedOp& o : fwd_seq) launches_f += o.launches;
-        bound("forward", launches_f * issue, le.forward_s);
-      }
-      if (bwd_waits) {
-        // A recomputed MoE block waits for its token counts again inside the backward: from
-        // that wait the backward is paced by the host as the forward is.
-        std::rotate(bwd_seq.begin(), bwd_seq.begin() + static_cast<std::ptrdiff_t>(bwd_sync_at + 1), bwd_seq.end());
-        bound("input_grad", cost::host_paced_s(bwd_seq, issue), le.backward_s);
-      } else {
-        bound("input_grad", (launches_b + (graphed_b ? 1 : 0)) * issue, le.backward_s);
-      }
+      bound("forward", fwd.host_s(issue), le.forward_s);
+      bound("input_grad", bwd.host_s(issue), le.backward_s);
     }
     out.layers.push_back(std::move(le));
   }

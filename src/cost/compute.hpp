@@ -87,6 +87,19 @@ struct IssuedOp {
 /// issues nothing more until it ends.
 double host_paced_s(const std::vector<IssuedOp>& ops, double issue_s);
 
+/// One pass of a layer as the host issues it, in order. A graphed part is replayed by one
+/// launch, issued before the first op it replays.
+struct IssueOrder {
+  std::vector<IssuedOp> ops;
+  std::size_t sync_at = 0;  ///< where the host first waits, when `waits`
+  bool waits = false, graphed = false;
+  void add(double launches, double time_s, bool wait, bool graph);
+  /// The host's time for the pass. With a wait, from it to the next one: the ops after the
+  /// wait, then those before it (the next layer's), paced kernel by kernel (host_paced_s).
+  /// Without one, the host runs ahead but not faster than it issues: launches x issue_s.
+  [[nodiscard]] double host_s(double issue_s) const;
+};
+
 /// A tensor-parallel block of a layer (the ops of one OpEstimate::block): its first forward
 /// GEMM and its row-parallel one, the last forward GEMM. In the order the blocks first run.
 struct TpBlockGemms {
