@@ -618,8 +618,7 @@ std::string torchtitan(const Plan& plan) {
   // micro-batches of pipeline_parallel_microbatch_size (training.pipeline_runs runs a step:
   // torchtitan accumulates gradients over global_batch_size / (local_batch_size x DP) of
   // them); without one, it accumulates over that many micro-batches.
-  const int runs = std::max(1, t.pipeline_runs);
-  const int local = p.pp > 1 && p.dp > 0 ? t.global_batch / (p.dp * runs) : t.micro_batch;
+  const int local = p.pp > 1 && p.dp > 0 ? t.global_batch / (p.dp * schedule::pipeline_runs(s)) : t.micro_batch;
   o.add("local_batch_size = " + str(local));
   o.add("global_batch_size = " + str(t.global_batch));
   o.add("seq_len = " + str(seq_len(plan)));

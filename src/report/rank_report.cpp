@@ -9,6 +9,7 @@
 
 #include "config/parse.hpp"
 #include "paraplan/report.hpp"
+#include "schedule/layout.hpp"
 #include "util/strings.hpp"
 #include "paraplan/units.hpp"
 #include "report/memory_report.hpp"
@@ -191,9 +192,9 @@ std::string evaluation_text(const Evaluation& ev, bool all_ops) {
 std::string estimate_text(const Plan& plan, const Estimate& e) {
   const TimeBreakdown& t = e.time_s;
   std::string out;
-  const int runs = std::max(1, plan.strategy.training.pipeline_runs);
+  const int runs = schedule::pipeline_runs(plan.strategy);
   const std::string in_runs = runs > 1 ? ", in " + std::to_string(runs) + " runs of the schedule of " +
-                                             std::to_string(e.micro_batches / runs) + " each"
+                                             std::to_string(schedule::run_micro_batches(plan.strategy)) + " each"
                                        : std::string();
   out += "\nStep (" + std::to_string(e.micro_batches) + " micro-batches per DP rank, " +
          std::string(schedule_name(plan.strategy.schedule)) + in_runs + "):\n";

@@ -74,8 +74,11 @@ RankRuns::Held rank_held(const std::vector<Chunk>& chunks, int dense_layers);
 /// Micro-batches per step per DP rank: global_batch / (dp x micro_batch).
 int micro_batches(const Strategy& s);
 
-/// Micro-batches of one run of the pipeline schedule: micro_batches / training.pipeline_runs
-/// (a step runs the schedule that many times, each with its own fill and drain).
+/// Runs of the pipeline schedule per step (training.pipeline_runs, at least 1): each with its
+/// own fill and drain.
+int pipeline_runs(const Strategy& s);
+
+/// Micro-batches of one run of the pipeline schedule: micro_batches / pipeline_runs.
 int run_micro_batches(const Strategy& s);
 
 /// Activation sets (micro-batch x chunk) rank r holds at its peak:

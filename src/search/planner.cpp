@@ -394,7 +394,7 @@ struct Planner::Impl {
     }
     // A step of several runs of the schedule: the run again after each drain, its
     // micro-batches numbered on.
-    const int runs = std::max(1, s.training.pipeline_runs);
+    const int runs = schedule::pipeline_runs(s);
     const std::size_t one_run = sim.events.size();
     for (int k = 1; k < runs; ++k) {
       for (std::size_t i = 0; i < one_run; ++i) {

@@ -299,7 +299,7 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
   t.queueing = micro * worst.queueing;
   // A step that runs the schedule `runs` times (gradient accumulation around it) fills and
   // drains the pipeline in each run.
-  const int runs = std::max(1, s.training.pipeline_runs);
+  const int runs = schedule::pipeline_runs(s);
   t.pp_bubble = runs * bubble(s, chunk);
   // PP: with overlap only the fill and drain chains wait for transfers (forward and
   // backward), across every chunk boundary; otherwise every micro-batch does.
