@@ -201,8 +201,6 @@ int micro_batches(const Strategy& s) {
   return std::max(1, s.training.global_batch / per_step);
 }
 
-int pipeline_runs(const Strategy& s) { return std::max(1, s.training.pipeline_runs); }
-
 int run_micro_batches(const Strategy& s) { return std::max(1, micro_batches(s) / pipeline_runs(s)); }
 
 double in_flight_sets(const Strategy& s, int rank, int m) {

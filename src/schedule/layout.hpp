@@ -75,8 +75,8 @@ RankRuns::Held rank_held(const std::vector<Chunk>& chunks, int dense_layers);
 int micro_batches(const Strategy& s);
 
 /// Runs of the pipeline schedule per step (training.pipeline_runs, at least 1): each with its
-/// own fill and drain.
-int pipeline_runs(const Strategy& s);
+/// own fill and drain. Inline: the step reads it for every candidate.
+inline int pipeline_runs(const Strategy& s) { return std::max(1, s.training.pipeline_runs); }
 
 /// Micro-batches of one run of the pipeline schedule: micro_batches / pipeline_runs.
 int run_micro_batches(const Strategy& s);
