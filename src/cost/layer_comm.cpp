@@ -93,7 +93,15 @@ CommBreakdown estimate_comm(const Plan& plan) {
     cost::GroupSpan g = cost::place(hw, p.tp, 1, false);
     const bool sp = p.sp || m.moe.has_value();
     if (sp) {
-      auto ag = cost::collective(hw, Collective::AllGather, act_bytes, g, fixed);
+      // With FP8 GEMMs the all-gathered tensors are the GEMMs' quantized inputs: the norm
+      // output forward and the output gradient backward, 1 B per element (Transformer Engine
+      // gathers through the input and grad-output quantizers, TransformerEngine@d0067d0
+      // transformer_engine/pytorch/module/layernorm_linear.py and base.py,
+      // grad_output_preprocess; torchao's Float8ColwiseParallel / Float8RowwiseParallel cast
+      // before the redistribute). The per-block scales (at most 1/32 more) are left out. The
+      // reduce-scatters carry the GEMMs' BF16 outputs.
+      const double ag_bytes = s.training.precision == Precision::Fp8 ? act_bytes / 2 : act_bytes;
+      auto ag = cost::collective(hw, Collective::AllGather, ag_bytes, g, fixed);
       auto rs = cost::collective(hw, Collective::ReduceScatter, act_bytes, g, fixed);
       tp_block.push_back(from_collective("tp_all_gather", "forward", "tp", ag));
       tp_block.push_back(from_collective("tp_reduce_scatter", "forward", "tp", rs));
@@ -395,18 +403,32 @@ TpExposed tp_exposed(const HardwareSpec& hw, const Strategy& s, const std::vecto
         row = g.row;
       }
     }
-    bool first_again = false, row_again = false;
+    bool first_again = false, row_again = false, any_again = false;
+    double col_r = 0, col_r_split = 0;  // the block's recomputed column-parallel GEMMs
     for (const OpEstimate& op : layer.ops) {
       if (op.block.empty() || op.block != b.name || op.phase != "recompute") continue;
+      any_again = true;
       first_again = first_again || op.name == first;
       row_again = row_again || op.name == row;
+      if (op.kind == "gemm" && op.name != row) {
+        col_r += op.time_s;
+        col_r_split += op.split_s > 0 ? op.split_s : op.time_s;
+      }
     }
-    const bool recomputed = s.training.recompute.mode != RecomputeMode::Op && first_again && row_again;
+    const bool op_policy = s.training.recompute.mode == RecomputeMode::Op;
+    const bool recomputed = !op_policy && first_again && row_again;
+    // torchtitan's op policy keeps the reduce-scatter's output but not the all-gather's
+    // (`_save_list`: mm, SDPA, reduce_scatter_tensor, max; pytorch/torchtitan@820504e
+    // torchtitan/models/llama3/parallelize_llama.py): the gathered input, which the recomputed
+    // column GEMM (wk, w3) and the column GEMMs' weight gradients read, is gathered again when
+    // the block's forward runs again. Without sequence parallelism the all-reduce is left out
+    // here: only what the backward reads runs again, and that is not settled per block.
+    const bool gathered_again = op_policy && any_again;
     if (!s.overlap.tp) {
       const double fwd = b.all_reduce_f + b.ag_f.dma + b.ag_f.fixed + b.rs_f.dma + b.rs_f.fixed;
       e.forward_s += fwd;
       e.backward_s += b.all_reduce_b + b.grad_out.dma + b.grad_out.fixed + b.grad_in.dma + b.grad_in.fixed +
-                      (recomputed ? fwd : 0.0);
+                      (recomputed ? fwd : 0.0) + (gathered_again ? b.ag_f.dma + b.ag_f.fixed : 0.0);
       continue;
     }
     double col_f = 0, col_f_split = 0, row_f = 0, row_f_split = 0, row_d = 0, row_d_split = 0, col_d = 0, col_w = 0;
@@ -464,8 +486,13 @@ TpExposed tp_exposed(const HardwareSpec& hw, const Strategy& s, const std::vecto
     e.forward_s += fwd;
     // The input is gathered again for the weight gradient (TE keeps its local shard) beside
     // the column-parallel dgrad: the forward's all-gather once more.
+    // Under the op policy the gathered input comes again beside the recomputed column GEMM
+    // (torch's micro-pipelined all-gather matmul), or stands alone where none runs again.
+    const double again = !gathered_again ? 0.0
+                         : col_r > 0     ? ring(col_r, col_r_split, b.ag_f)
+                                         : b.ag_f.dma + b.ag_f.fixed;
     e.backward_s += ring(row_d, row_d_split, b.grad_out) + bulk(col_d, b.ag_f) + bulk(col_w, b.grad_in) +
-                    (recomputed ? fwd : 0.0);
+                    (recomputed ? fwd : 0.0) + again;
   }
   return e;
 }

@@ -696,6 +696,15 @@ TEST_SUITE("cost.comm") {
     CollectiveCost rs = collective(hw, Collective::ReduceScatter, S, place(hw, 8, 1, false));
     CHECK(sp.layers[0].ops.size() == 8);
     CHECK(sp.layers[0].forward_s == doctest::Approx(2 * (ag.time_s + rs.time_s)));
+    // FP8 GEMMs gather their quantized inputs, 1 B per element (Transformer Engine's input
+    // and grad-output quantizers before the all-gather); the reduce-scatters stay BF16.
+    plan.strategy.training.precision = Precision::Fp8;
+    CommBreakdown f8 = estimate_comm(plan);
+    CollectiveCost ag8 = collective(hw, Collective::AllGather, S / 2, place(hw, 8, 1, false));
+    CHECK(f8.layers[0].forward_s == doctest::Approx(2 * (ag8.time_s + rs.time_s)));
+    CHECK(f8.layers[0].backward_s == doctest::Approx(2 * (ag8.time_s + rs.time_s)));
+    CHECK(ag8.time_s < ag.time_s);
+    plan.strategy.training.precision = Precision::Bf16;
 
     // DeepSeek-V3 at TP2: a MoE layer has the attention pair and the shared expert's pair
     // (Megatron-Core SharedExpertMLP); routed experts use the EP exchange.
@@ -1005,10 +1014,23 @@ TEST_SUITE("cost.comm") {
     CHECK(e.backward_s == doctest::Approx((0.05 + 1.0 + u * 0.5 + fwd_long) * 1e-3));
     e = cost::tp_exposed(hw, s, ar, layer);
     CHECK(e.backward_s == doctest::Approx(1.4e-3));
-    // torchtitan's op policy recomputes matmuls but takes the collectives from its cache.
+    // torchtitan's op policy recomputes matmuls but takes the all-reduce from its cache.
     s.training.recompute.mode = RecomputeMode::Op;
     e = cost::tp_exposed(hw, s, ar, layer);
     CHECK(e.backward_s == doctest::Approx(0.7e-3));
+    // Its `_save_list` holds reduce_scatter_tensor but no all-gather (pytorch/torchtitan@820504e
+    // parallelize_llama.py): the 2.0 ms all-gather runs once more, not the 0.6 ms
+    // reduce-scatter. Without the overlap it adds whole: 1.1 + 2.0; with it, beside the
+    // recomputed column GEMM fc1 (1.0 ms, no split time given): max(1.0, 2.0 + 1.0 / 4) - 1.0.
+    e = cost::tp_exposed(hw, s, ops, layer);
+    CHECK(e.backward_s == doctest::Approx((0.05 + 1.0 + u * 0.5 + 1.25) * 1e-3));
+    s.overlap.tp = false;
+    e = cost::tp_exposed(hw, s, ops, layer);
+    CHECK(e.backward_s == doctest::Approx((1.1 + 2.0) * 1e-3));
+    // A block with no recomputed op (a layer the policy leaves alone) gathers nothing again.
+    layer.ops.resize(6);
+    e = cost::tp_exposed(hw, s, ops, layer);
+    CHECK(e.backward_s == doctest::Approx(1.1e-3));
   }
 
   TEST_CASE("overlap.tp splits a block's GEMMs: the whole GEMM's tiles, the weight read per chunk") {
