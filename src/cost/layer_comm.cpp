@@ -99,8 +99,9 @@ CommBreakdown estimate_comm(const Plan& plan) {
       // transformer_engine/pytorch/module/layernorm_linear.py and base.py,
       // grad_output_preprocess; torchao's Float8ColwiseParallel / Float8RowwiseParallel cast
       // before the redistribute). The per-block scales (at most 1/32 more) are left out. The
-      // reduce-scatters carry the GEMMs' BF16 outputs.
-      const double ag_bytes = s.training.precision == Precision::Fp8 ? act_bytes / 2 : act_bytes;
+      // reduce-scatters carry the GEMMs' BF16 outputs. A device without FP8 runs its GEMMs,
+      // and gathers their inputs, in BF16 (model::fp8_gemms).
+      const double ag_bytes = model::fp8_gemms(s.training.precision, hw.device) ? act_bytes / 2 : act_bytes;
       auto ag = cost::collective(hw, Collective::AllGather, ag_bytes, g, fixed);
       auto rs = cost::collective(hw, Collective::ReduceScatter, act_bytes, g, fixed);
       tp_block.push_back(from_collective("tp_all_gather", "forward", "tp", ag));

@@ -696,15 +696,25 @@ TEST_SUITE("cost.comm") {
     CollectiveCost rs = collective(hw, Collective::ReduceScatter, S, place(hw, 8, 1, false));
     CHECK(sp.layers[0].ops.size() == 8);
     CHECK(sp.layers[0].forward_s == doctest::Approx(2 * (ag.time_s + rs.time_s)));
-    // FP8 GEMMs gather their quantized inputs, 1 B per element (Transformer Engine's input
-    // and grad-output quantizers before the all-gather); the reduce-scatters stay BF16.
+    // An A100 has no FP8 peak: precision fp8 runs its GEMMs, and gathers their inputs, in BF16.
     plan.strategy.training.precision = Precision::Fp8;
-    CommBreakdown f8 = estimate_comm(plan);
-    CollectiveCost ag8 = collective(hw, Collective::AllGather, S / 2, place(hw, 8, 1, false));
-    CHECK(f8.layers[0].forward_s == doctest::Approx(2 * (ag8.time_s + rs.time_s)));
-    CHECK(f8.layers[0].backward_s == doctest::Approx(2 * (ag8.time_s + rs.time_s)));
-    CHECK(ag8.time_s < ag.time_s);
+    CHECK(estimate_comm(plan).layers[0].forward_s == doctest::Approx(2 * (ag.time_s + rs.time_s)));
     plan.strategy.training.precision = Precision::Bf16;
+    // On H100, FP8 GEMMs gather their quantized inputs, 1 B per element (Transformer Engine's
+    // input and grad-output quantizers before the all-gather); the reduce-scatters stay BF16.
+    Plan h100 = parse_plan(
+        "hardware: h100-sxm-ib\nmodel: gpt3-175b\nnodes: 1\n"
+        "parallel: {tp: 8, sp: true}\n"
+        "training: {micro_batch: 1, global_batch: 1, precision: fp8}\n",
+        "tp8.yaml");
+    const GroupSpan g8 = place(h100.hardware, 8, 1, false);
+    CollectiveCost ag8 = collective(h100.hardware, Collective::AllGather, S / 2, g8);
+    CollectiveCost ag16 = collective(h100.hardware, Collective::AllGather, S, g8);
+    CollectiveCost rs16 = collective(h100.hardware, Collective::ReduceScatter, S, g8);
+    CommBreakdown f8 = estimate_comm(h100);
+    CHECK(f8.layers[0].forward_s == doctest::Approx(2 * (ag8.time_s + rs16.time_s)));
+    CHECK(f8.layers[0].backward_s == doctest::Approx(2 * (ag8.time_s + rs16.time_s)));
+    CHECK(ag8.time_s < ag16.time_s);
 
     // DeepSeek-V3 at TP2: a MoE layer has the attention pair and the shared expert's pair
     // (Megatron-Core SharedExpertMLP); routed experts use the EP exchange.
