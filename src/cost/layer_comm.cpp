@@ -348,6 +348,7 @@ TpExposed tp_exposed(const HardwareSpec& hw, const Strategy& s, const std::vecto
   // the compute units; on a device without comm_units, the op's busy time).
   struct Part {
     double dma = 0, fixed = 0;
+    [[nodiscard]] double total() const { return dma + fixed; }  // waited on whole
   };
   auto part_of = [&](const CommOpEstimate& op) {
     Part p;
@@ -426,10 +427,10 @@ TpExposed tp_exposed(const HardwareSpec& hw, const Strategy& s, const std::vecto
     // here: only what the backward reads runs again, and that is not settled per block.
     const bool gathered_again = op_policy && any_again;
     if (!s.overlap.tp) {
-      const double fwd = b.all_reduce_f + b.ag_f.dma + b.ag_f.fixed + b.rs_f.dma + b.rs_f.fixed;
+      const double fwd = b.all_reduce_f + b.ag_f.total() + b.rs_f.total();
       e.forward_s += fwd;
-      e.backward_s += b.all_reduce_b + b.grad_out.dma + b.grad_out.fixed + b.grad_in.dma + b.grad_in.fixed +
-                      (recomputed ? fwd : 0.0) + (gathered_again ? b.ag_f.dma + b.ag_f.fixed : 0.0);
+      e.backward_s += b.all_reduce_b + b.grad_out.total() + b.grad_in.total() +
+                      (recomputed ? fwd : 0.0) + (gathered_again ? b.ag_f.total() : 0.0);
       continue;
     }
     double col_f = 0, col_f_split = 0, row_f = 0, row_f_split = 0, row_d = 0, row_d_split = 0, col_d = 0, col_w = 0;
@@ -458,9 +459,9 @@ TpExposed tp_exposed(const HardwareSpec& hw, const Strategy& s, const std::vecto
       continue;
     }
     if (row.empty()) {  // no GEMM to hide under
-      const double fwd = b.ag_f.dma + b.ag_f.fixed + b.rs_f.dma + b.rs_f.fixed;
+      const double fwd = b.ag_f.total() + b.rs_f.total();
       e.forward_s += fwd;
-      e.backward_s += b.grad_out.dma + b.grad_out.fixed + b.grad_in.dma + b.grad_in.fixed + (recomputed ? fwd : 0.0);
+      e.backward_s += b.grad_out.total() + b.grad_in.total() + (recomputed ? fwd : 0.0);
       continue;
     }
     const int tp = std::max(2, s.parallel.tp);
@@ -491,7 +492,7 @@ TpExposed tp_exposed(const HardwareSpec& hw, const Strategy& s, const std::vecto
     // (torch's micro-pipelined all-gather matmul), or stands alone where none runs again.
     const double again = !gathered_again ? 0.0
                          : col_r > 0     ? ring(col_r, col_r_split, b.ag_f)
-                                         : b.ag_f.dma + b.ag_f.fixed;
+                                         : b.ag_f.total();
     e.backward_s += ring(row_d, row_d_split, b.grad_out) + bulk(col_d, b.ag_f) + bulk(col_w, b.grad_in) +
                     (recomputed ? fwd : 0.0) + again;
   }
