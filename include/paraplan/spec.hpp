@@ -291,6 +291,14 @@ struct HostSpec {
 /// each rank then runs the whole sequence for heads / cp heads.
 enum class CpComm { P2p, AllGather, TorchAllGather, A2a };
 
+/// How FP8 GEMM operands get their scales (`training.fp8_recipe`, Megatron-LM --fp8-recipe
+/// spellings). Delayed: one scale per tensor from an amax history, the amax of this pass
+/// taken inside the cast kernel (Transformer Engine DelayedScaling). Tensorwise: one scale per
+/// tensor from this pass's own amax, a reduction over the tensor before the cast can start
+/// (TE Float8CurrentScaling, torchao Float8Linear's dynamic scaling). Blockwise and MXFP8:
+/// a scale per 1x128 / 128x128 or 32-element block, computed inside the cast kernel.
+enum class Fp8Recipe { Delayed, Tensorwise, Blockwise, Mxfp8 };
+
 /// Collective algorithm for TP / CP / DP collectives; Auto picks the fastest.
 enum class CollectiveAlgorithm { Auto, Ring, Hierarchical, HalvingDoubling, Tree };
 
@@ -505,6 +513,8 @@ struct Training {
   bool repeat_kv = false;
   /// Context-parallel exchange (`training.cp_comm`), used when parallel.cp > 1.
   CpComm cp_comm = CpComm::P2p;
+  /// FP8 scaling recipe (`training.fp8_recipe`); takes effect with FP8 GEMMs only.
+  Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;
   /// How many times a step runs the pipeline schedule, each run over micro-batches / runs of
   /// the step's micro-batches with its own fill and drain: frameworks that loop gradient
   /// accumulation around the schedule (torchtitan, NeMo AutoModel: one schedule step per local
@@ -619,6 +629,7 @@ struct SearchSpace {
   bool bf16_grads = false;         ///< training.grad_precision: bf16
   bool cuda_graphs = false;        ///< training.cuda_graphs
   bool repeat_kv = false;          ///< training.repeat_kv
+  Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;  ///< training.fp8_recipe
   int pipeline_runs = 1;           ///< training.pipeline_runs
   Choice<CpComm> cp_comm;          ///< training.cp_comm (p2p when absent; explored where cp > 1)
   Choice<int> global_batch;

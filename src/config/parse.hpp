@@ -23,6 +23,7 @@ extern const EnumNames<Schedule> kScheduleNames;
 extern const EnumNames<Objective> kObjectiveNames;
 extern const EnumNames<CollectiveAlgorithm> kCollectiveAlgorithmNames;
 extern const EnumNames<CpComm> kCpCommNames;
+extern const EnumNames<Fp8Recipe> kFp8RecipeNames;
 extern const EnumNames<Collective> kCollectiveNames;
 
 /// The spelling of an enum value as files write it ("allgather", "1f1b", ...).

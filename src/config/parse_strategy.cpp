@@ -38,6 +38,10 @@ const EnumNames<CpComm> kCpCommNames{{"p2p", CpComm::P2p},
                                      {"allgather", CpComm::AllGather},
                                      {"torch_allgather", CpComm::TorchAllGather},
                                      {"a2a", CpComm::A2a}};
+const EnumNames<Fp8Recipe> kFp8RecipeNames{{"delayed", Fp8Recipe::Delayed},
+                                           {"tensorwise", Fp8Recipe::Tensorwise},
+                                           {"blockwise", Fp8Recipe::Blockwise},
+                                           {"mxfp8", Fp8Recipe::Mxfp8}};
 const EnumNames<Objective> kObjectiveNames{{"tgs", Objective::Tgs},
                                            {"step_time", Objective::StepTime},
                                            {"mfu", Objective::Mfu},
@@ -229,6 +233,7 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
       sp.bf16_grads = *v;
     }
     if (auto v = t.boolean("repeat_kv")) sp.repeat_kv = *v;
+    if (auto v = t.enumeration("fp8_recipe", kFp8RecipeNames)) sp.fp8_recipe = *v;
     if (auto v = t.count("pipeline_runs", Need::Optional, 1, 1 << 20)) sp.pipeline_runs = *v;
     choice.read(t, "cp_comm", sp.cp_comm, enumeration(kCpCommNames));
     // flash (the hardware's default kernel), unfused, or one of the hardware's flash-attention
@@ -322,6 +327,7 @@ Strategy read_strategy(const Node& root, Diags& diags) {
   s.training.bf16_grads = sp.bf16_grads;
   s.training.cuda_graphs = sp.cuda_graphs;
   s.training.repeat_kv = sp.repeat_kv;
+  s.training.fp8_recipe = sp.fp8_recipe;
   s.training.pipeline_runs = sp.pipeline_runs;
   s.training.cp_comm = first_or(sp.cp_comm, CpComm::P2p);
   s.moe.dispatch = first_or(sp.dispatch, Dispatch::AllToAll);

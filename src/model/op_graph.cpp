@@ -423,17 +423,30 @@ void add_transformer_layer(const Ctx& c, std::vector<Op>& ops, bool moe, const s
 // 0.68 ms at 0.8 x 4.8 TB/s. Weights are quantized once per step in training (TE caches
 // them over micro-batches), so only inputs and gradients are counted here. MoE tokens are
 // quantized once before an FP8 dispatch (Op::quantized_rows), not once per routed copy.
-void add_fp8_casts(std::vector<Op>& ops) {
+// A tensorwise recipe (current scaling) needs the tensor's amax before it can cast: one more
+// read of the BF16 tensor, and an amax kernel and a scale kernel before the cast
+// (TransformerEngine@d0067d0 transformer_engine/pytorch/csrc/quantizer.cpp,
+// Float8CurrentScalingQuantizer::quantize_impl: nvte_compute_amax_with_config,
+// nvte_compute_scale_from_amax, nvte_quantize_v2; torchao's dynamic Float8Linear likewise
+// reduces the amax, then casts). Delayed scaling takes the scale from the amax history and
+// records this pass's amax inside the cast; block recipes scale inside the cast kernel. The
+// amax and scale kernels come from the same quantize call (TE's C++, or the compiled graph
+// that torchao's casts sit in), not from more framework operators: they are counted as the
+// extra read, not as launches that each cost the framework's host time per launch.
+void add_fp8_casts(std::vector<Op>& ops, Fp8Recipe recipe) {
   std::vector<Op> out;
   out.reserve(ops.size() * 2);
-  constexpr double kCastBytes = kAct + 2.0;  // read BF16, write FP8 row-wise + column-wise
+  const bool amax_pass = recipe == Fp8Recipe::Tensorwise;
+  // read BF16, write FP8 row-wise + column-wise; with an amax pass, read BF16 once more
+  const double cast_bytes = kAct + 2.0 + (amax_pass ? kAct : 0.0);
+  constexpr int kernels = 2;
   for (const Op& op : ops) {
     if ((op.kind == OpKind::Gemm || op.kind == OpKind::GroupedGemm) && op.low_precision) {
       const double rows = op.quantized_rows > 0 ? op.quantized_rows : op.m * op.groups;
       const double in = rows * op.k;
       // Row-wise and column-wise (transposed) copies: two kernels each way.
-      Op cast = memory(op.name + ".fp8_cast", op.module, in * kCastBytes,
-                       op.m * op.n * op.groups * kCastBytes, MemClass::Cast, 2);
+      Op cast = memory(op.name + ".fp8_cast", op.module, in * cast_bytes,
+                       op.m * op.n * op.groups * cast_bytes, MemClass::Cast, kernels);
       cast.per_die = op.per_die;
       out.push_back(std::move(cast));
     }
@@ -589,7 +602,7 @@ std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const Har
 
   const bool fp8 = fp8_gemms(s.training.precision, hw.device);
   auto casts = [&](std::vector<Op>& ops) {
-    if (fp8) add_fp8_casts(ops);
+    if (fp8) add_fp8_casts(ops, s.training.fp8_recipe);
   };
   // Per-layer CUDA graphs capture a transformer layer's forward up to its first host
   // synchronisation (a dropless MoE layer's token counts: Megatron-Core captures attention,

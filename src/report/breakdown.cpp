@@ -45,6 +45,7 @@ void write_strategy(report::JsonWriter& w, const Plan& plan) {
   w.field("cuda_graphs", s.training.cuda_graphs);
   w.field("pipeline_runs", s.training.pipeline_runs);
   w.field("cp_comm", spelling(kCpCommNames, s.training.cp_comm));
+  w.field("fp8_recipe", spelling(kFp8RecipeNames, s.training.fp8_recipe));
   w.end_object();
   w.key("moe").begin_object();
   w.field("dispatch", spelling(kDispatchNames, s.moe.dispatch));

@@ -271,6 +271,7 @@ std::string megatron(const Plan& plan) {
   arg("--bf16");
   if (t.precision == Precision::Fp8) {
     arg("--fp8-format hybrid");
+    arg("--fp8-recipe " + std::string(spelling(config::kFp8RecipeNames, t.fp8_recipe)));
     if (t.fp8_weights_only()) arg("--fp8-param-gather");
   }
   if (t.bf16_grads) arg("--grad-reduce-in-bf16");
@@ -626,6 +627,9 @@ std::string torchtitan(const Plan& plan) {
   o.add("mixed_precision_reduce = \"float32\"");
   if (t.bf16_grads)
     lost.push_back("training.grad_precision bf16 (torchtitan reduces gradients in FP32)");
+  if (t.precision == Precision::Fp8 && t.fp8_recipe != Fp8Recipe::Tensorwise)
+    lost.push_back("training.fp8_recipe " + std::string(spelling(config::kFp8RecipeNames, t.fp8_recipe)) +
+                   " (torchao's Float8 linear scales each tensor from its own amax: tensorwise)");
   if (t.fp8_weights_only())
     lost.push_back("training.fp8_params (torchtitan keeps BF16 / FP32 parameter shards; torchao's "
                    "enable_fsdp_float8_all_gather gathers them in FP8 but does not store them so)");

@@ -40,6 +40,7 @@ struct LayerKey {
   bool repeat_kv = false;
   bool cuda_graphs = false;
   CpComm cp_comm = CpComm::P2p;
+  Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;
 
   bool operator==(const LayerKey&) const = default;
 };

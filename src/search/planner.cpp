@@ -793,6 +793,7 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
   base.training.cuda_graphs = sp.cuda_graphs;
   base.training.pipeline_runs = sp.pipeline_runs;
   base.training.repeat_kv = sp.repeat_kv;
+  base.training.fp8_recipe = sp.fp8_recipe;
   base.overlap = sp.overlap;
   base.collective_algorithm = sp.collective_algorithm;
   base.training.unfused_attention = sp.unfused_attention;
@@ -1007,7 +1008,7 @@ std::string search_key(const SearchSpace& sp, const SearchOptions& o) {
   put(k, sp.attention_kernel);
   put(k, sp.pipeline_layout);
   for (int v : {sp.first_stage_layers, sp.last_stage_layers, sp.eager_loss, sp.seq_len, sp.pipeline_runs,
-                static_cast<int>(sp.collective_algorithm), o.top, static_cast<int>(o.objective), o.resimulate}) {
+                static_cast<int>(sp.collective_algorithm), static_cast<int>(sp.fp8_recipe), o.top, static_cast<int>(o.objective), o.resimulate}) {
     raw(k, v);
   }
   for (bool v : {sp.embedding_in_split, sp.loss_in_split, sp.unfused_attention, sp.eager_elementwise, sp.fp8_storage,

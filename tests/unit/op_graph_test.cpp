@@ -600,6 +600,21 @@ TEST_SUITE("model.op_graph") {
     CHECK(op(d, "qkv_proj.fp8_cast.bwd", Phase::InputGrad).bytes == doctest::Approx(4 * T * 1280));
     CHECK(op(d, "down_proj.fp8_cast").bytes == doctest::Approx(4 * T * f));
     CHECK(op(d, "down_proj.fp8_cast.bwd", Phase::InputGrad).bytes == doctest::Approx(4 * T * h));
+    // A tensorwise (current-scaling) recipe reads each tensor once more for its amax before the
+    // cast: 2 + 2 + 1 + 1 = 6 B per element (TE docs, fp8_delayed_scaling.rst: "Current
+    // Scaling requires two tensor reads per quantization"); block recipes scale inside the
+    // cast, 4 B as delayed.
+    {
+      Plan tw = p;
+      tw.strategy.training.fp8_recipe = Fp8Recipe::Tensorwise;
+      const auto tl = model::build_layers(tw.model, tw.strategy, tw.hardware, 1.0);
+      CHECK(op(layer(tl, LayerKind::Dense), "qkv_proj.fp8_cast").bytes == doctest::Approx(6 * T * h));
+      CHECK(op(layer(tl, LayerKind::Dense), "down_proj.fp8_cast.bwd", Phase::InputGrad).bytes == doctest::Approx(6 * T * h));
+      CHECK(op(layer(tl, LayerKind::Dense), "qkv_proj.fp8_cast").kernels == op(d, "qkv_proj.fp8_cast").kernels);
+      tw.strategy.training.fp8_recipe = Fp8Recipe::Blockwise;
+      const auto bl = model::build_layers(tw.model, tw.strategy, tw.hardware, 1.0);
+      CHECK(op(layer(bl, LayerKind::Dense), "qkv_proj.fp8_cast").bytes == doctest::Approx(4 * T * h));
+    }
     // The output head stays BF16: no cast; BF16 training and GPUs without FP8 have none.
     for (const Op& o : layer(layers, LayerKind::Head).ops) CHECK(o.name.find("fp8_cast") == std::string::npos);
     auto count_casts = [](const std::vector<Layer>& ls) {
