@@ -570,7 +570,8 @@ TEST_SUITE("interop.export") {
           // recompute: [layernorm, mla_up_proj, moe_act]
           "--recompute-granularity selective", "--recompute-modules layernorm mla_up_proj moe_act",
           // precision fp8 with fp8_storage; zero 1; optimizer adam_bf16
-          "--bf16", "--fp8-format hybrid", "--fp8-param-gather", "--use-distributed-optimizer",
+          // fp8_recipe blockwise (DeepSeek-V3's 1x128 / 128x128 scales)
+          "--bf16", "--fp8-format hybrid", "--fp8-recipe blockwise", "--fp8-param-gather", "--use-distributed-optimizer",
           "--use-precision-aware-optimizer", "--exp-avg-dtype bf16", "--exp-avg-sq-dtype bf16",
           // moe: dispatch deepep; node_limited routing, 4 nodes per token of EP 64 / 8 GPUs = 8
           // nodes
