@@ -405,16 +405,35 @@ TpExposed tp_exposed(const HardwareSpec& hw, const Strategy& s, const std::vecto
         row = g.row;
       }
     }
-    bool first_again = false, row_again = false, any_again = false;
+    // One pass over the block's ops: what runs again in the backward, and the GEMM times the
+    // exchanges can hide under (each also as run in chunks, `split`).
+    bool first_again = false, row_again = false, any_again = false, row_fp8 = false;
     double col_r = 0, col_r_split = 0;  // the block's recomputed column-parallel GEMMs
+    double col_f = 0, col_f_split = 0, row_f = 0, row_f_split = 0, row_d = 0, row_d_split = 0, col_d = 0, col_w = 0;
     for (const OpEstimate& op : layer.ops) {
-      if (op.block.empty() || op.block != b.name || op.phase != "recompute") continue;
-      any_again = true;
-      first_again = first_again || op.name == first;
-      row_again = row_again || op.name == row;
-      if (op.kind == "gemm" && op.name != row) {
-        col_r += op.time_s;
-        col_r_split += op.split_s > 0 ? op.split_s : op.time_s;
+      if (op.block.empty() || op.block != b.name) continue;
+      const double split = op.split_s > 0 ? op.split_s : op.time_s;
+      if (op.phase == "recompute") {
+        any_again = true;
+        first_again = first_again || op.name == first;
+        row_again = row_again || op.name == row;
+        if (op.kind == "gemm" && op.name != row) {
+          col_r += op.time_s;
+          col_r_split += split;
+        }
+      } else if (op.phase == "forward") {
+        (op.name == row ? row_f : col_f) += op.time_s;
+        (op.name == row ? row_f_split : col_f_split) += split;
+        if (op.name == row) row_fp8 = op.fp8;
+      } else if (op.phase == "input_grad") {
+        if (op.name == row + ".dgrad") {
+          row_d += op.time_s;
+          row_d_split += split;
+        } else {
+          col_d += op.time_s;
+        }
+      } else if (op.phase == "weight_grad" && op.name != row + ".wgrad") {
+        col_w += op.time_s;
       }
     }
     const bool op_policy = s.training.recompute.mode == RecomputeMode::Op;
@@ -432,26 +451,6 @@ TpExposed tp_exposed(const HardwareSpec& hw, const Strategy& s, const std::vecto
       e.backward_s += b.all_reduce_b + b.grad_out.total() + b.grad_in.total() +
                       (recomputed ? fwd : 0.0) + (gathered_again ? b.ag_f.total() : 0.0);
       continue;
-    }
-    double col_f = 0, col_f_split = 0, row_f = 0, row_f_split = 0, row_d = 0, row_d_split = 0, col_d = 0, col_w = 0;
-    bool row_fp8 = false;
-    for (const OpEstimate& op : layer.ops) {
-      if (op.block.empty() || op.block != b.name) continue;
-      const double split = op.split_s > 0 ? op.split_s : op.time_s;
-      if (op.phase == "forward") {
-        (op.name == row ? row_f : col_f) += op.time_s;
-        (op.name == row ? row_f_split : col_f_split) += split;
-        if (op.name == row) row_fp8 = op.fp8;
-      } else if (op.phase == "input_grad") {
-        if (op.name == row + ".dgrad") {
-          row_d += op.time_s;
-          row_d_split += split;
-        } else {
-          col_d += op.time_s;
-        }
-      } else if (op.phase == "weight_grad" && op.name != row + ".wgrad") {
-        col_w += op.time_s;
-      }
     }
     if (b.all_reduce_f + b.all_reduce_b > 0) {  // without sequence parallelism, nothing splits
       e.forward_s += b.all_reduce_f;

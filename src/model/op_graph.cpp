@@ -439,14 +439,13 @@ void add_fp8_casts(std::vector<Op>& ops, Fp8Recipe recipe) {
   const bool amax_pass = recipe == Fp8Recipe::Tensorwise;
   // read BF16, write FP8 row-wise + column-wise; with an amax pass, read BF16 once more
   const double cast_bytes = kAct + 2.0 + (amax_pass ? kAct : 0.0);
-  constexpr int kernels = 2;
   for (const Op& op : ops) {
     if ((op.kind == OpKind::Gemm || op.kind == OpKind::GroupedGemm) && op.low_precision) {
       const double rows = op.quantized_rows > 0 ? op.quantized_rows : op.m * op.groups;
       const double in = rows * op.k;
       // Row-wise and column-wise (transposed) copies: two kernels each way.
       Op cast = memory(op.name + ".fp8_cast", op.module, in * cast_bytes,
-                       op.m * op.n * op.groups * cast_bytes, MemClass::Cast, kernels);
+                       op.m * op.n * op.groups * cast_bytes, MemClass::Cast, 2);
       cast.per_die = op.per_die;
       out.push_back(std::move(cast));
     }
