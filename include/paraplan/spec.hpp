@@ -548,6 +548,12 @@ struct MoeExec {
 /// Which communication overlaps with compute.
 struct Overlap {
   bool ep = true, dp = true, tp = false, pp = true;
+  /// PP: the transfers of each time step of the schedule are posted together after the
+  /// step's compute and waited on before the next (`overlap.pp: lockstep`; implies pp false):
+  /// neighbouring ranks finish every time step together. torch.distributed.pipelining's
+  /// multi-stage schedules up to torch 2.9 (PipelineScheduleMulti._step_microbatches,
+  /// `_wait_batch_p2p(_batch_p2p(ops))`), which torchtitan and NeMo AutoModel run.
+  bool pp_lockstep = false;
   /// CP: the ring's exchanges run beside the attention steps (false: each is waited on
   /// where it is issued, as torch's ring attention under torch.compile runs them).
   bool cp = true;

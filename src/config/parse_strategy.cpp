@@ -267,7 +267,22 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
     if (auto v = o.boolean("ep")) sp.overlap.ep = *v;
     if (auto v = o.boolean("dp")) sp.overlap.dp = *v;
     if (auto v = o.boolean("tp")) sp.overlap.tp = *v;
-    if (auto v = o.boolean("pp")) sp.overlap.pp = *v;
+    if (const Node* n = o.get("pp")) {
+      // true | false | lockstep (torch's per-time-step transfers, Overlap::pp_lockstep)
+      static const EnumNames<int> kPp{{"true", 1}, {"false", 0}, {"lockstep", 2}};
+      const bool spelt_bool = n->is_scalar() && (n->scalar == "True" || n->scalar == "yes" ||
+                                                 n->scalar == "False" || n->scalar == "no");
+      std::optional<int> v;
+      if (!spelt_bool) {
+        v = o.scalars().enumeration(*n, o.dotted("pp"), kPp);
+      } else if (auto b = o.scalars().boolean(*n, o.dotted("pp"))) {
+        v = *b ? 1 : 0;
+      }
+      if (v) {
+        sp.overlap.pp = *v == 1;
+        sp.overlap.pp_lockstep = *v == 2;
+      }
+    }
     if (auto v = o.boolean("cp")) sp.overlap.cp = *v;
     o.finish();
   }

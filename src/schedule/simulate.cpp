@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <array>
-#include <initializer_list>
 #include <deque>
+#include <initializer_list>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -113,8 +114,9 @@ struct Sim {
   double duration(const Key& k) const {
     const ChunkTimes& t = p.ranks[static_cast<std::size_t>(rank_of(k))][static_cast<std::size_t>(chunk_of(k))];
     double d = k.kind == 'F' ? t.f : k.kind == 'B' ? t.b : t.w;
-    // A blocking send to another rank occupies this rank too.
-    if (!p.p2p_overlapped && k.kind != 'W' && crosses(k)) d += p.p2p_s;
+    // A blocking send to another rank occupies this rank too (in time steps, the step's
+    // exchange is timed apart).
+    if (!p.lockstep && !p.p2p_overlapped && k.kind != 'W' && crosses(k)) d += p.p2p_s;
     return d;
   }
 
@@ -219,6 +221,65 @@ struct Sim {
       }
     }
   }
+
+  // Runs per-rank grids of time steps (an empty step: std::nullopt) in lock-step: in each
+  // step a rank runs its task, then posts the step's sends (its output to the neighbouring
+  // stage's rank) and receives (what a neighbour's task of the same step sends it) and waits
+  // for all of them; a transfer completes p2p_s after the later of the two ranks' tasks.
+  void steps(const std::vector<std::vector<std::optional<Key>>>& grid) {
+    const std::size_t n = grid.size();
+    std::size_t length = 0;
+    for (const auto& g : grid) length = std::max(length, g.size());
+    std::vector<double> at(n, 0.0), done(n, 0.0), sets(n, 0.0);
+    auto task = [&](std::size_t r, std::size_t t) -> const std::optional<Key>& {
+      static const std::optional<Key> none;
+      return t < grid[r].size() ? grid[r][t] : none;
+    };
+    // The rank a task's output goes to, or -1 (the last forward, the first backward, or a
+    // neighbouring stage on the same rank).
+    auto target = [&](const Key& k) {
+      const int next = k.kind == 'F' ? k.pos + 1 : k.pos - 1;
+      if (next < 0 || next >= layout.positions) return -1;
+      Key o = k;
+      o.pos = next;
+      const int r = rank_of(o);
+      return r == rank_of(k) ? -1 : r;
+    };
+    for (std::size_t t = 0; t < length; ++t) {
+      for (std::size_t r = 0; r < n; ++r) {
+        done[r] = at[r];
+        const std::optional<Key>& k = task(r, t);
+        if (!k) continue;
+        const double in = ready(*k);
+        if (in == kUnknown) {
+          out.ok = false;
+          out.error = "the schedule's time steps run a task before its input";
+          return;
+        }
+        double start = std::max(at[r], in);
+        run(static_cast<int>(r), *k, start, sets[r]);
+        start = end(*k);
+        if (k->kind == 'B') {  // torch's full backward: the weight gradient with it
+          const Key w{k->dir, k->pos, k->micro, 'W'};
+          run(static_cast<int>(r), w, start, sets[r]);
+          start = end(w);
+          sent_[index(*k)] = start;
+        }
+        done[r] = start;
+      }
+      for (std::size_t r = 0; r < n; ++r) {
+        double wait = -1;
+        if (const std::optional<Key>& k = task(r, t); k) {
+          if (const int q = target(*k); q >= 0) wait = std::max(wait, done[static_cast<std::size_t>(q)]);
+        }
+        for (std::size_t q = 0; q < n; ++q) {
+          const std::optional<Key>& k = task(q, t);
+          if (q != r && k && target(*k) == static_cast<int>(r)) wait = std::max(wait, done[q]);
+        }
+        at[r] = wait < 0 ? done[r] : std::max(done[r], wait) + p.p2p_s;
+      }
+    }
+  }
 };
 
 // B with its W, as 1F1B and the interleaved schedule run them.
@@ -296,6 +357,48 @@ std::vector<std::vector<Op>> interleaved(int pp, int v, int m) {
     for (int k = total - warm; k < total; ++k) b(k);
   }
   return orders;
+}
+
+// torch.distributed.pipelining's ScheduleInterleaved1F1B (pytorch/pytorch@1fd7abc
+// torch/distributed/pipelining/schedules.py, _calculate_single_rank_operations and
+// _get_1f1b_rank_ops): rank r's time steps are r empty ones, min((v - 1) k + 2 (p - 1 - r),
+// m v) forwards (k = micro-batches per round, ceil(m / max(1, m / p))), empty steps until its
+// first backward can arrive (v p + 2 (p - 1 - r) less the steps so far), then a forward and a
+// whole backward at a time, and in the cool-down an empty step before each backward. Stage
+// c p + r is chunk c of rank r, its micro-batches counted per stage.
+std::vector<std::vector<std::optional<Key>>> torch_interleaved(int pp, int v, int m) {
+  const int rounds = std::max(1, m / pp);
+  const int per_round = (m + rounds - 1) / rounds;
+  const int total = m * v;
+  std::vector<std::vector<std::optional<Key>>> grid(static_cast<std::size_t>(pp));
+  for (int r = 0; r < pp; ++r) {
+    auto& g = grid[static_cast<std::size_t>(r)];
+    const int warm = std::min((v - 1) * per_round + 2 * (pp - 1 - r), total);
+    const int steady = total - warm;
+    std::vector<int> fwd_micro(static_cast<std::size_t>(pp * v), 0), bwd_micro(static_cast<std::size_t>(pp * v), 0);
+    auto forward = [&](int op) {
+      const int pos = ((op / per_round) % v) * pp + r;
+      g.emplace_back(Key{0, pos, fwd_micro[static_cast<std::size_t>(pos)]++, 'F'});
+    };
+    auto backward = [&](int op) {
+      const int pos = (v - 1 - ((op - warm) / per_round) % v) * pp + r;
+      g.emplace_back(Key{0, pos, bwd_micro[static_cast<std::size_t>(pos)]++, 'B'});
+    };
+    g.resize(static_cast<std::size_t>(r));
+    for (int op = 0; op < warm + steady + warm; ++op) {
+      if (op < warm) {
+        forward(op);
+        if (op == warm - 1) g.resize(g.size() + static_cast<std::size_t>(std::max(0, v * pp + 2 * (pp - 1 - r) - (warm + r))));
+      } else if (op < warm + steady) {
+        forward(op);
+        backward(op);
+      } else {
+        g.emplace_back(std::nullopt);
+        backward(op);
+      }
+    }
+  }
+  return grid;
 }
 
 // The eight steps of DualPipe.step / DualPipeV.step (deepseek-ai/DualPipe dualpipe.py,
@@ -428,7 +531,11 @@ Simulation simulate(Schedule schedule, const Pipeline& p, bool record) {
       sim.fixed(one_f_one_b(pp, m));
       break;
     case Schedule::Interleaved:
-      sim.fixed(interleaved(pp, vpp, m));
+      if (p.lockstep) {
+        sim.steps(torch_interleaved(pp, vpp, m));
+      } else {
+        sim.fixed(interleaved(pp, vpp, m));
+      }
       break;
     case Schedule::DualPipe:
       if (pp % 2 == 0 && m % 2 == 0 && m >= 2 * pp) {

@@ -5,7 +5,10 @@
 // Schedules (docs/cost-model.md, "Schedule simulation"):
 //   1F1B          Narayanan et al. 2021 (PipeDream-Flush): warm-up p - r - 1 forwards, then
 //                 one forward, one backward (B and W together); cool-down backwards.
-//   interleaved   Megatron-LM's interleaved 1F1B over v chunks per rank (Narayanan et al. 2021).
+//   interleaved   Megatron-LM's interleaved 1F1B over v chunks per rank (Narayanan et al. 2021);
+//                 with `lockstep`, torch.distributed.pipelining's ScheduleInterleaved1F1B: its
+//                 grid of time steps, each rank's transfers of a step batched and waited on
+//                 before the next step (PipelineScheduleMulti._step_microbatches).
 //   zero_bubble   ZB-H1 (Qi et al. 2023): 1F1B with W split from B; rank r defers up to
 //                 p - r - 1 weight gradients into its cool-down, the same peak memory as 1F1B.
 //   dualpipe      DeepSeek's DualPipe (deepseek-ai/DualPipe dualpipe.py): two directions,
@@ -35,6 +38,10 @@ struct Pipeline {
   std::vector<std::vector<ChunkTimes>> ranks;
   double p2p_s = 0;
   bool p2p_overlapped = true;
+  /// torch.distributed.pipelining's time steps (Overlap::pp_lockstep): the interleaved
+  /// schedule runs torch's order of time steps, each rank's transfers of a step waited on
+  /// before its next (other schedules: transfers not overlapped, as p2p_overlapped false).
+  bool lockstep = false;
   int micro_batches = 1;
 };
 

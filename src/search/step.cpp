@@ -179,6 +179,7 @@ schedule::Pipeline pipeline_from(const Ranks& ranks, const Strategy& s, const St
   pl.micro_batches = schedule::run_micro_batches(s);
   pl.p2p_s = comm.pp_send_s;
   pl.p2p_overlapped = s.overlap.pp;
+  pl.lockstep = s.overlap.pp_lockstep;
   for (const auto& chunks : ranks.chunks) {
     std::vector<schedule::ChunkTimes> t;
     for (const RankTime& c : chunks) t.push_back({c.f, c.b, c.w});

@@ -80,6 +80,37 @@ TEST_SUITE("schedule.simulate") {
     CHECK(v3.makespan == doctest::Approx(8 * 9.0 + 9.0));
   }
 
+  TEST_CASE("torch's interleaved time steps, each step's transfers waited on before the next") {
+    // torch.distributed.pipelining's ScheduleInterleaved1F1B, p = 2, v = 2, m = 2 (stage
+    // c p + r on rank r; _get_1f1b_rank_ops): rank 0's time steps are F0.0 F0.1 F2.0 F2.1,
+    // three empty (two until its first backward can arrive, one before the cool-down's
+    // first backward), B2.0 - B2.1 - B0.0 - B0.1; rank 1's are - F1.0 F1.1 - F3.0 B3.0 F3.1
+    // B3.1 - B1.0 - B1.1. F = 1, B = 2, no transfer time. A step waits for the ranks it sends
+    // to or receives from (a stage's output to the next stage's rank; the last forward and
+    // the first backward send nothing): steps 0-3 end at 1, 2, 3, 4 (rank 1 idle at 0 and
+    // 3, its partner's task sets the end); 4: F3.0 4-5 alone; 5: B3.0 5-7, rank 0 waits; 6:
+    // F3.1 7-8 (rank 0 idle, no transfer: at 7); 7: B2.0 7-9 and B3.1 8-10 exchange, both
+    // at 10; 9: B2.1 and B1.0 10-12; 11: B0.0 and B1.1 12-14; 13: B0.1 14-16. Makespan 16.
+    Pipeline p = uniform(2, 2, 2, 1, 2, 0);
+    p.lockstep = true;
+    p.p2p_overlapped = false;
+    Simulation s = simulate(Schedule::Interleaved, p);
+    REQUIRE(s.ok);
+    CHECK(s.makespan == doctest::Approx(16.0));
+    for (double busy : s.busy) CHECK(busy == doctest::Approx(12.0));  // 4 x (1 + 2)
+    // Transfers of 0.5 after every step with an exchange (0, 1, 2, 3, 5, 7, 9, 11): steps
+    // end at 1.5, 3, 4.5, 6; F3.0 6-7; B3.0 7-9 -> 9.5; F3.1 9.5-10.5; B2.0 9.5-11.5 and
+    // B3.1 10.5-12.5 -> 13; 13-15 -> 15.5; 15.5-17.5 -> 18; B0.0.1 18-20.
+    p.p2p_s = 0.5;
+    s = simulate(Schedule::Interleaved, p);
+    REQUIRE(s.ok);
+    CHECK(s.makespan == doctest::Approx(20.0));
+    // The strategy key: `overlap.pp: lockstep` is not overlapped and runs the time steps.
+    const Plan plan = load_plan("deepseek-v3-h800", {"schedule=interleaved", "overlap.pp=lockstep"});
+    CHECK(plan.strategy.overlap.pp_lockstep);
+    CHECK_FALSE(plan.strategy.overlap.pp);
+  }
+
   TEST_CASE("ZB-H1: (p - 1)(F + B - W), a third of 1F1B's bubble when F = B = W (Qi et al. 2023)") {
     const Simulation eq = simulate(Schedule::ZeroBubble, uniform(4, 1, 8, 1, 1, 1));
     REQUIRE(eq.ok);
