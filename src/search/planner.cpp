@@ -393,37 +393,46 @@ struct Planner::Impl {
       sim.makespan = t;
     }
     // A step of several runs of the schedule: the run again after each drain, its
-    // micro-batches numbered on.
+    // micro-batches numbered on; under torch's pipelining each run ends with its own DP
+    // synchronisation (evaluate_step's `syncs`), the next run after it.
     const int runs = schedule::pipeline_runs(s);
+    const int syncs = s.parallel.pp > 1 ? runs : 1;
+    const double dp = e.time_s.dp_comm / syncs;
+    const double period = sim.makespan + (syncs > 1 ? dp : 0.0);
     const std::size_t one_run = sim.events.size();
     for (int k = 1; k < runs; ++k) {
       for (std::size_t i = 0; i < one_run; ++i) {
         schedule::Event ev = sim.events[i];
         ev.micro += k * pl.micro_batches;
-        ev.start += k * sim.makespan;
-        ev.end += k * sim.makespan;
+        ev.start += k * period;
+        ev.end += k * period;
         sim.events.push_back(ev);
       }
     }
-    sim.makespan *= runs;
+    sim.makespan = runs * sim.makespan + (syncs - 1) * dp;
     tl.ok = sim.ok;
     tl.error = sim.error;
     tl.pipeline_s = sim.makespan;
-    std::vector<double> last(static_cast<std::size_t>(tl.stages), 0.0);
+    // Each rank's last task of each synchronised run.
+    std::vector<std::vector<double>> last(static_cast<std::size_t>(tl.stages), std::vector<double>(static_cast<std::size_t>(syncs), 0.0));
     for (const schedule::Event& ev : sim.events) {
       tl.events.push_back({ev.rank, "compute", std::string(1, ev.kind), ev.chunk, ev.micro, ev.start, ev.end});
-      last[static_cast<std::size_t>(ev.rank)] = std::max(last[static_cast<std::size_t>(ev.rank)], ev.end);
+      const std::size_t run = syncs > 1 ? static_cast<std::size_t>(ev.micro / std::max(1, pl.micro_batches)) : 0;
+      double& l = last[static_cast<std::size_t>(ev.rank)][std::min(run, static_cast<std::size_t>(syncs - 1))];
+      l = std::max(l, ev.end);
       // The activations (forward) or gradients (backward) on their way to the next rank.
       if (pl.p2p_s > 0 && ev.kind != 'W' && s.parallel.pp > 1) {
         tl.events.push_back({ev.rank, "p2p", "send", ev.chunk, ev.micro, ev.end, ev.end + pl.p2p_s});
       }
     }
-    // After each rank's last weight gradient: its exposed DP synchronisation, then the
-    // optimizer step, as the step time counts them.
+    // After each rank's last weight gradient (of each synchronised run): its exposed DP
+    // synchronisation, then the optimizer step, as the step time counts them.
     for (int r = 0; r < tl.stages; ++r) {
-      const double t0 = sim.ok ? last[static_cast<std::size_t>(r)] : 0.0;
-      const double dp = e.time_s.dp_comm;
-      if (dp > 0) tl.events.push_back({r, "dp", "sync", 0, 0, t0, t0 + dp});
+      double t0 = 0;
+      for (int k = 0; k < syncs; ++k) {
+        t0 = sim.ok ? last[static_cast<std::size_t>(r)][static_cast<std::size_t>(k)] : 0.0;
+        if (dp > 0) tl.events.push_back({r, "dp", "sync", 0, 0, t0, t0 + dp});
+      }
       if (e.time_s.optimizer > 0) tl.events.push_back({r, "compute", "optimizer", 0, 0, t0 + dp, t0 + dp + e.time_s.optimizer});
     }
     std::stable_sort(tl.events.begin(), tl.events.end(), [](const TimelineEvent& a, const TimelineEvent& b) {

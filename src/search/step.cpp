@@ -312,6 +312,11 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
   // micro-batch's backward, whose gradients it waits for, and the parameter all-gather with
   // the next step's first forward, which waits for it (Megatron's overlap_grad_reduce and
   // overlap_param_gather); the last bucket of each is always exposed.
+  // torch.distributed.pipelining synchronises each run of the schedule: a stage's last
+  // backward of a run reduces its gradients and FSDP reshards, so the next run gathers the
+  // parameters again (PipelineStage.backward_maybe_with_nosync, its `last_backward` counted
+  // per schedule step; pytorch/pytorch@88fa1e7 torch/distributed/pipelining/stage.py).
+  const double syncs = p.pp > 1 ? runs : 1;
   if (s.overlap.dp) {
     const double params = memory.stages.empty() ? 1.0
         : std::max(1.0, memory.stages[static_cast<std::size_t>(memory.worst_stage)].dense_params +
@@ -320,14 +325,14 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
     // ZeRO-3 (FSDP): each micro-batch's layer-by-layer parameter gathers prefetch under that
     // micro-batch's compute; the first bucket of each waits.
     const double reduce = comm.dp_s - comm.dp_param_s;
-    const double sync = std::max(reduce * bucket, reduce - (worst.b + worst.w)) +
-                        std::max(comm.dp_param_s * bucket, comm.dp_param_s - worst.f);
+    const double sync = syncs * (std::max(reduce * bucket, reduce - (worst.b + worst.w)) +
+                                 std::max(comm.dp_param_s * bucket, comm.dp_param_s - worst.f));
     const double gather = micro * std::max(comm.dp_gather_s * bucket, comm.dp_gather_s - worst.total());
     // What runs beside compute still takes the collective kernels' SMs from it.
-    const double hidden = comm.dp_s - sync + micro * comm.dp_gather_s - gather;
+    const double hidden = syncs * comm.dp_s - sync + micro * comm.dp_gather_s - gather;
     t.dp_comm = sync + gather + hidden * cost::dma_compute_share(hw);
   } else {
-    t.dp_comm = comm.dp_s + micro * comm.dp_gather_s;
+    t.dp_comm = syncs * comm.dp_s + micro * comm.dp_gather_s;
   }
 
   // Optimizer: a memory-bound pass over the rank's states: read the FP32 gradient, read and

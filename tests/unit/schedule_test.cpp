@@ -239,6 +239,31 @@ TEST_SUITE("schedule.step") {
     CHECK(in_flight_sets(s, 0, run_micro_batches(s)) == doctest::Approx(4.0));
   }
 
+  TEST_CASE("pipeline_runs: torch's pipelining synchronises the data-parallel ranks after each run") {
+    // A stage's last backward of a schedule step reduces its gradients (and FSDP reshards),
+    // PipelineStage.backward_maybe_with_nosync (pytorch/pytorch@88fa1e7 stage.py): with the
+    // DP exchange not overlapped (3 s), R runs pay it R times. p = 4, m = 8, F + B + W = 4:
+    // R = 1 44 + 3 = 47, R = 2 56 + 2 x 3 = 62, R = 4 80 + 4 x 3 = 92.
+    auto [hw, m, s, c] = uniform_step();
+    s.overlap.dp = false;
+    search::StrategyComm comm;
+    comm.dp_s = 3.0;
+    for (const auto& [runs, step] : {std::pair{1, 47.0}, {2, 62.0}, {4, 92.0}}) {
+      s.training.pipeline_runs = runs;
+      CAPTURE(runs);
+      for (bool simulate : {false, true}) {
+        const Estimate e = search::evaluate_step(hw, m, s, c, MemoryEstimate{}, comm, true, simulate);
+        CHECK(e.step_time_s == doctest::Approx(step));
+        CHECK(e.time_s.dp_comm == doctest::Approx(3.0 * runs));
+      }
+    }
+    // Without pipeline parallelism there is no schedule step to count: once per step, the
+    // four layers on one rank, 8 x 4 x 4 + 3 = 131 whatever pipeline_runs says.
+    s.parallel.pp = 1;
+    s.training.pipeline_runs = 2;
+    CHECK(search::evaluate_step(hw, m, s, c, MemoryEstimate{}, comm, true, false).step_time_s == doctest::Approx(131.0));
+  }
+
   TEST_CASE("pipeline_runs: a batch the runs cannot share evenly is refused by the batch_runs rule") {
     Strategy s;
     s.nodes = 4;
