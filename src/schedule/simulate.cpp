@@ -90,6 +90,7 @@ struct Sim {
   std::vector<double> sent_;  // when a finished task's output leaves (its op's end)
   Simulation out;
   bool record;
+  bool slotted = false;  // running time steps (steps()): their transfers are timed apart
 
   Sim(const Pipeline& pipeline, Layout l, bool rec)
       : p(pipeline), layout(std::move(l)), micro(std::max(1, pipeline.micro_batches)), record(rec) {
@@ -116,7 +117,7 @@ struct Sim {
     double d = k.kind == 'F' ? t.f : k.kind == 'B' ? t.b : t.w;
     // A blocking send to another rank occupies this rank too (in time steps, the step's
     // exchange is timed apart).
-    if (!p.lockstep && !p.p2p_overlapped && k.kind != 'W' && crosses(k)) d += p.p2p_s;
+    if (!slotted && !p.p2p_overlapped && k.kind != 'W' && crosses(k)) d += p.p2p_s;
     return d;
   }
 
@@ -227,6 +228,7 @@ struct Sim {
   // stage's rank) and receives (what a neighbour's task of the same step sends it) and waits
   // for all of them; a transfer completes p2p_s after the later of the two ranks' tasks.
   void steps(const std::vector<std::vector<std::optional<Key>>>& grid) {
+    slotted = true;
     const std::size_t n = grid.size();
     std::size_t length = 0;
     for (const auto& g : grid) length = std::max(length, g.size());

@@ -105,6 +105,14 @@ TEST_SUITE("schedule.simulate") {
     s = simulate(Schedule::Interleaved, p);
     REQUIRE(s.ok);
     CHECK(s.makespan == doctest::Approx(20.0));
+    // Other schedules run as with transfers not overlapped (torch's single-stage 1F1B waits
+    // each send with the next receive): the same makespan as overlap.pp false.
+    Pipeline one = uniform(4, 1, 8, 1, 2, 1);
+    one.p2p_s = 0.5;
+    one.p2p_overlapped = false;
+    const double blocking = simulate(Schedule::OneFOneB, one).makespan;
+    one.lockstep = true;
+    CHECK(simulate(Schedule::OneFOneB, one).makespan == doctest::Approx(blocking));
     // The strategy key: `overlap.pp: lockstep` is not overlapped and runs the time steps.
     const Plan plan = load_plan("deepseek-v3-h800", {"schedule=interleaved", "overlap.pp=lockstep"});
     CHECK(plan.strategy.overlap.pp_lockstep);
