@@ -216,6 +216,9 @@ std::string estimate_text(const Plan& plan, const Estimate& e) {
     out += "  (pipeline timed by the event simulation of the schedule; the closed form gives " +
            units::format_time(e.closed_form_step_s) + ", " +
            fmt("%+.1f%%", 100 * (e.closed_form_step_s / e.step_time_s - 1)) + ")\n";
+  } else if (plan.strategy.parallel.pp > 1) {
+    out += "  (pipeline timed by the closed form: the event simulation could not run this schedule; "
+           "`evaluate --trace FILE` says why)\n";
   }
   out += "\nthroughput  " + fmt("%.1f", e.tokens_per_device_per_s) + " tokens/s per device (TGS), " +
          fmt("%.1f", e.tokens_per_die_per_s) + " per die; MFU " + fmt("%.1f%%", 100 * e.mfu) + ", HFU " +

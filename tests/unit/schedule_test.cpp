@@ -113,6 +113,15 @@ TEST_SUITE("schedule.simulate") {
     const double blocking = simulate(Schedule::OneFOneB, one).makespan;
     one.lockstep = true;
     CHECK(simulate(Schedule::OneFOneB, one).makespan == doctest::Approx(blocking));
+    // Five micro-batches on four ranks of eight chunks: torch's grid, built for whole rounds
+    // of pp micro-batches, would run a task before its input arrives; that is reported, and
+    // the caller keeps the closed form.
+    Pipeline five = uniform(4, 8, 5, 1, 2, 0);
+    five.lockstep = true;
+    five.p2p_overlapped = false;
+    const Simulation bad = simulate(Schedule::Interleaved, five);
+    CHECK_FALSE(bad.ok);
+    CHECK(bad.error.find("5 micro-batches on 4 ranks") != std::string::npos);
     // The strategy key: `overlap.pp: lockstep` is not overlapped and runs the time steps.
     const Plan plan = load_plan("deepseek-v3-h800", {"schedule=interleaved", "overlap.pp=lockstep"});
     CHECK(plan.strategy.overlap.pp_lockstep);
