@@ -554,6 +554,8 @@ struct Overlap {
   /// multi-stage schedules up to torch 2.9 (PipelineScheduleMulti._step_microbatches,
   /// `_wait_batch_p2p(_batch_p2p(ops))`), which torchtitan and NeMo AutoModel run.
   bool pp_lockstep = false;
+  /// Whether PP transfers run beside compute (pp, unless the time steps wait for them).
+  [[nodiscard]] bool pp_overlapped() const { return pp && !pp_lockstep; }
   /// CP: the ring's exchanges run beside the attention steps (false: each is waited on
   /// where it is issued, as torch's ring attention under torch.compile runs them).
   bool cp = true;

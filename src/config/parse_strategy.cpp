@@ -270,14 +270,9 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
     if (const Node* n = o.get("pp")) {
       // true | false | lockstep (torch's per-time-step transfers, Overlap::pp_lockstep)
       static const EnumNames<int> kPp{{"true", 1}, {"false", 0}, {"lockstep", 2}};
-      const bool spelt_bool = n->is_scalar() && (n->scalar == "True" || n->scalar == "yes" ||
-                                                 n->scalar == "False" || n->scalar == "no");
-      std::optional<int> v;
-      if (!spelt_bool) {
-        v = o.scalars().enumeration(*n, o.dotted("pp"), kPp);
-      } else if (auto b = o.scalars().boolean(*n, o.dotted("pp"))) {
-        v = *b ? 1 : 0;
-      }
+      const std::optional<bool> b = n->is_scalar() ? boolean_spelling(n->scalar) : std::nullopt;
+      const std::optional<int> v =
+          b ? std::optional<int>(*b ? 1 : 0) : o.scalars().enumeration(*n, o.dotted("pp"), kPp);
       if (v) {
         sp.overlap.pp = *v == 1;
         sp.overlap.pp_lockstep = *v == 2;

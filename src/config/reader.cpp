@@ -148,11 +148,16 @@ std::optional<double> ScalarReader::quantity(const Node& n, std::string_view wha
   return p.value;
 }
 
+std::optional<bool> boolean_spelling(std::string_view text) {
+  if (text == "true" || text == "True" || text == "yes") return true;
+  if (text == "false" || text == "False" || text == "no") return false;
+  return std::nullopt;
+}
+
 std::optional<bool> ScalarReader::boolean(const Node& n, std::string_view what) const {
   auto s = text(n, what);
   if (!s) return std::nullopt;
-  if (*s == "true" || *s == "True" || *s == "yes") return true;
-  if (*s == "false" || *s == "False" || *s == "no") return false;
+  if (auto b = boolean_spelling(*s)) return b;
   diags_.error(n.loc, quoted(what) + " must be true or false, got " + quoted(shown(*s)));
   return std::nullopt;
 }

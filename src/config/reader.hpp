@@ -20,6 +20,9 @@ enum class Need { Optional, Required };
 template <typename E>
 using EnumNames = std::vector<std::pair<std::string_view, E>>;
 
+/// The boolean a scalar spells (true, True, yes / false, False, no), or nullopt.
+std::optional<bool> boolean_spelling(std::string_view text);
+
 /// Reads one scalar into a typed value, reporting problems at the scalar's location.
 /// `what` names the value in messages ("`device.memory`").
 class ScalarReader {

@@ -81,6 +81,12 @@ inline int pipeline_runs(const Strategy& s) { return std::max(1, s.training.pipe
 /// Micro-batches of one run of the pipeline schedule: micro_batches / pipeline_runs.
 int run_micro_batches(const Strategy& s);
 
+/// DP synchronisations per step: one per run of the schedule under pipelining (torch's
+/// stage reduces its gradients after its last backward of each schedule step,
+/// PipelineStage.backward_maybe_with_nosync, pytorch/pytorch@88fa1e7
+/// torch/distributed/pipelining/stage.py), one without.
+inline int dp_syncs(const Strategy& s) { return s.parallel.pp > 1 ? pipeline_runs(s) : 1; }
+
 /// Activation sets (micro-batch x chunk) rank r holds at its peak:
 /// 1F1B and zero-bubble (ZB-H1): min(pp - r, m);
 /// interleaved: min(2 (pp - r - 1) + (vpp - 1) pp + 1, m vpp) (Megatron's warm-up + 1);

@@ -377,7 +377,9 @@ std::vector<std::vector<std::optional<Key>>> torch_interleaved(int pp, int v, in
     auto& g = grid[static_cast<std::size_t>(r)];
     const int warm = std::min((v - 1) * per_round + 2 * (pp - 1 - r), total);
     const int steady = total - warm;
-    std::vector<int> fwd_micro(static_cast<std::size_t>(pp * v), 0), bwd_micro(static_cast<std::size_t>(pp * v), 0);
+    const int idle = std::max(0, v * pp + 2 * (pp - 1 - r) - (warm + r));  // until a backward can arrive
+    std::vector<int> fwd_micro(static_cast<std::size_t>(pp * v), 0);
+    std::vector<int> bwd_micro(fwd_micro.size(), 0);
     auto forward = [&](int op) {
       const int pos = ((op / per_round) % v) * pp + r;
       g.emplace_back(Key{0, pos, fwd_micro[static_cast<std::size_t>(pos)]++, 'F'});
@@ -387,10 +389,10 @@ std::vector<std::vector<std::optional<Key>>> torch_interleaved(int pp, int v, in
       g.emplace_back(Key{0, pos, bwd_micro[static_cast<std::size_t>(pos)]++, 'B'});
     };
     g.resize(static_cast<std::size_t>(r));
-    for (int op = 0; op < warm + steady + warm; ++op) {
+    for (int op = 0; op < total + warm; ++op) {  // warm-up, steady pairs, cool-down
       if (op < warm) {
         forward(op);
-        if (op == warm - 1) g.resize(g.size() + static_cast<std::size_t>(std::max(0, v * pp + 2 * (pp - 1 - r) - (warm + r))));
+        if (op == warm - 1) g.resize(g.size() + static_cast<std::size_t>(idle));
       } else if (op < warm + steady) {
         forward(op);
         backward(op);

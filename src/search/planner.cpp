@@ -394,9 +394,9 @@ struct Planner::Impl {
     }
     // A step of several runs of the schedule: the run again after each drain, its
     // micro-batches numbered on; under torch's pipelining each run ends with its own DP
-    // synchronisation (evaluate_step's `syncs`), the next run after it.
+    // synchronisation (schedule::dp_syncs), the next run after it.
     const int runs = schedule::pipeline_runs(s);
-    const int syncs = s.parallel.pp > 1 ? runs : 1;
+    const int syncs = schedule::dp_syncs(s);
     const double dp = e.time_s.dp_comm / syncs;
     const double period = sim.makespan + (syncs > 1 ? dp : 0.0);
     const std::size_t one_run = sim.events.size();
@@ -414,7 +414,8 @@ struct Planner::Impl {
     tl.error = sim.error;
     tl.pipeline_s = sim.makespan;
     // Each rank's last task of each synchronised run.
-    std::vector<std::vector<double>> last(static_cast<std::size_t>(tl.stages), std::vector<double>(static_cast<std::size_t>(syncs), 0.0));
+    std::vector<std::vector<double>> last(static_cast<std::size_t>(tl.stages),
+                                          std::vector<double>(static_cast<std::size_t>(syncs), 0.0));
     for (const schedule::Event& ev : sim.events) {
       tl.events.push_back({ev.rank, "compute", std::string(1, ev.kind), ev.chunk, ev.micro, ev.start, ev.end});
       const std::size_t run = syncs > 1 ? static_cast<std::size_t>(ev.micro / std::max(1, pl.micro_batches)) : 0;

@@ -178,7 +178,7 @@ schedule::Pipeline pipeline_from(const Ranks& ranks, const Strategy& s, const St
   schedule::Pipeline pl;
   pl.micro_batches = schedule::run_micro_batches(s);
   pl.p2p_s = comm.pp_send_s;
-  pl.p2p_overlapped = s.overlap.pp;
+  pl.p2p_overlapped = s.overlap.pp_overlapped();
   pl.lockstep = s.overlap.pp_lockstep;
   for (const auto& chunks : ranks.chunks) {
     std::vector<schedule::ChunkTimes> t;
@@ -306,17 +306,15 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
   // backward), across every chunk boundary; otherwise every micro-batch does.
   if (p.pp > 1) {
     const double chain = (s.schedule == Schedule::Interleaved ? p.pp * p.vpp : p.pp) - 1.0;
-    t.pp_comm = 2 * (s.overlap.pp ? runs * chain : runs * chain + micro) * comm.pp_send_s;
+    t.pp_comm = 2 * (s.overlap.pp_overlapped() ? runs * chain : runs * chain + micro) * comm.pp_send_s;
   }
   // DP: the bucketed gradient reduce-scatter (or all-reduce) overlapped with the last
   // micro-batch's backward, whose gradients it waits for, and the parameter all-gather with
   // the next step's first forward, which waits for it (Megatron's overlap_grad_reduce and
   // overlap_param_gather); the last bucket of each is always exposed.
-  // torch.distributed.pipelining synchronises each run of the schedule: a stage's last
-  // backward of a run reduces its gradients and FSDP reshards, so the next run gathers the
-  // parameters again (PipelineStage.backward_maybe_with_nosync, its `last_backward` counted
-  // per schedule step; pytorch/pytorch@88fa1e7 torch/distributed/pipelining/stage.py).
-  const double syncs = p.pp > 1 ? runs : 1;
+  // Each run of the schedule synchronises (schedule::dp_syncs): FSDP reshards after it, so
+  // the next run gathers the parameters again.
+  const double syncs = schedule::dp_syncs(s);
   if (s.overlap.dp) {
     const double params = memory.stages.empty() ? 1.0
         : std::max(1.0, memory.stages[static_cast<std::size_t>(memory.worst_stage)].dense_params +
