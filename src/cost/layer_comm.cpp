@@ -100,14 +100,16 @@ CommBreakdown estimate_comm(const Plan& plan) {
       // grad_output_preprocess; torchao's Float8ColwiseParallel / Float8RowwiseParallel cast
       // before the redistribute). The per-block scales (at most 1/32 more) are left out. The
       // reduce-scatters carry the GEMMs' BF16 outputs. A device without FP8 runs its GEMMs,
-      // and gathers their inputs, in BF16 (model::fp8_gemms).
+      // and gathers their inputs, in BF16 (model::fp8_gemms). Each backward op is its forward
+      // op's gradient: the all-gather's a reduce-scatter of the BF16 input gradient, the
+      // reduce-scatter's an all-gather of the (quantized) output gradient.
       const double ag_bytes = model::fp8_gemms(s.training.precision, hw.device) ? act_bytes / 2 : act_bytes;
       auto ag = cost::collective(hw, Collective::AllGather, ag_bytes, g, fixed);
       auto rs = cost::collective(hw, Collective::ReduceScatter, act_bytes, g, fixed);
       tp_block.push_back(from_collective("tp_all_gather", "forward", "tp", ag));
       tp_block.push_back(from_collective("tp_reduce_scatter", "forward", "tp", rs));
-      tp_block.push_back(from_collective("tp_all_gather", "backward", "tp", ag));
-      tp_block.push_back(from_collective("tp_reduce_scatter", "backward", "tp", rs));
+      tp_block.push_back(from_collective("tp_all_gather", "backward", "tp", rs));
+      tp_block.push_back(from_collective("tp_reduce_scatter", "backward", "tp", ag));
     } else {
       auto ar = cost::collective(hw, Collective::AllReduce, act_bytes, g, fixed);
       tp_block.push_back(from_collective("tp_all_reduce", "forward", "tp", ar));

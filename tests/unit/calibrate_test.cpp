@@ -925,9 +925,10 @@ TEST_SUITE("calibrate.runs") {
     CHECK(fit.mean_loo_pct < 6.0);
     const HardwareSpec h100 = load_hardware("h100-sxm-ib");
     // fp8_gemm 1.3886 -> 1.2752 when the NeMo 24.07 runs took the FlashAttention-2 kernel their
-    // launcher selected (NVTE_FUSED_ATTN=0) and the Bridge rows their tensorwise recipe
+    // launcher selected (NVTE_FUSED_ATTN=0) and the Bridge rows their tensorwise recipe;
+    // 1.2752 -> 1.2816 when a TP block's backward exchanges took their own sizes
     CHECK(h100.calibration.sustained == doctest::Approx(1.2216));
-    CHECK(h100.calibration.fp8_gemm == doctest::Approx(1.2752));
+    CHECK(h100.calibration.fp8_gemm == doctest::Approx(1.2816));
     CHECK(h100.device.host_issue_s == doctest::Approx(37.43e-6));
     // host_issue moves the host's issue time alone: the overlay writes it and nothing else of
     // the device, and a run whose passes the host does not bound is unchanged by it.
@@ -1027,7 +1028,7 @@ TEST_SUITE("calibrate.runs") {
     CHECK(fit.values[1] == doctest::Approx(1.0).epsilon(2e-3));
     CHECK(fit.mean_loo_pct < 4.0);
     const HardwareSpec gt = load_hardware("h100-grand-teton");
-    CHECK(gt.calibration.sustained == doctest::Approx(1.5329));
+    CHECK(gt.calibration.sustained == doctest::Approx(1.5338));
     CHECK(gt.calibration.fp8_gemm == doctest::Approx(load_hardware("h100-sxm-ib").calibration.fp8_gemm));  // h100-sxm-ib's, not refitted here
   }
 

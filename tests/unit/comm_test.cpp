@@ -715,6 +715,15 @@ TEST_SUITE("cost.comm") {
     CHECK(f8.layers[0].forward_s == doctest::Approx(2 * (ag8.time_s + rs16.time_s)));
     CHECK(f8.layers[0].backward_s == doctest::Approx(2 * (ag8.time_s + rs16.time_s)));
     CHECK(ag8.time_s < ag16.time_s);
+    // Each backward op is its forward op's gradient: the all-gather's is a reduce-scatter of
+    // the BF16 input gradient (S bytes), the reduce-scatter's an all-gather of the FP8 output
+    // gradient (S / 2), which is what tp_exposed reads them as (grad_in, grad_out).
+    for (const CommOpEstimate& op : f8.layers[0].ops) {
+      if (op.phase != "backward") continue;
+      CAPTURE(op.name);
+      const bool gather_grad = op.name.find("tp_all_gather") != std::string::npos;
+      CHECK(op.time_s == doctest::Approx(gather_grad ? rs16.time_s : ag8.time_s));
+    }
 
     // DeepSeek-V3 at TP2: a MoE layer has the attention pair and the shared expert's pair
     // (Megatron-Core SharedExpertMLP); routed experts use the EP exchange.
