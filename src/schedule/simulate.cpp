@@ -227,7 +227,8 @@ struct Sim {
   // step a rank runs its task, then posts the step's sends (its output to the neighbouring
   // stage's rank) and receives (what a neighbour's task of the same step sends it) and waits
   // for all of them; a transfer completes p2p_s after the later of the two ranks' tasks.
-  void steps(const std::vector<std::vector<std::optional<Key>>>& grid) {
+  // False (out.ok false, the caller says why) when a step runs a task before its input.
+  bool steps(const std::vector<std::vector<std::optional<Key>>>& grid) {
     slotted = true;
     const std::size_t n = grid.size();
     std::size_t length = 0;
@@ -255,8 +256,7 @@ struct Sim {
         const double in = ready(*k);
         if (in == kUnknown) {
           out.ok = false;
-          out.error = "the schedule's time steps run a task before its input";
-          return;
+          return false;
         }
         double start = std::max(at[r], in);
         run(static_cast<int>(r), *k, start, sets[r]);
@@ -281,6 +281,7 @@ struct Sim {
       }
       for (std::size_t r = 0; r < n; ++r) at[r] = wait[r] < 0 ? done[r] : wait[r] + p.p2p_s;
     }
+    return true;
   }
 };
 
@@ -538,8 +539,7 @@ Simulation simulate(Schedule schedule, const Pipeline& p, bool record) {
       if (p.lockstep) {
         // torch's grid holds together for whole rounds of pp micro-batches; otherwise its
         // time steps run a task before its input and the closed form times the step.
-        sim.steps(torch_interleaved(pp, vpp, m));
-        if (!sim.out.ok) {
+        if (!sim.steps(torch_interleaved(pp, vpp, m))) {
           sim.out.error = "torch's interleaved 1F1B time steps for " + std::to_string(m) + " micro-batches on " +
                           std::to_string(pp) + " ranks run a task before its input (its order is built for multiples of pp)";
         }
