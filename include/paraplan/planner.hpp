@@ -68,6 +68,10 @@ struct Estimate {
   /// Whether step_time_s comes from the event simulation of the schedule (evaluate, and
   /// the re-timed top results of a search) rather than the closed-form bubble.
   bool simulated = false;
+  /// Whether the event simulation was asked for and could not run this schedule (a grid
+  /// that would run a task before its input arrives): step_time_s is then the closed form.
+  /// False where no simulation was asked for (the search's fast estimate).
+  bool simulation_failed = false;
   /// The closed-form step time (the search's fast estimate), for comparison.
   double closed_form_step_s = 0;
 };

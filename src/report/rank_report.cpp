@@ -124,7 +124,9 @@ void write_estimate_fields(JsonWriter& w, const Estimate& e) {
   for (const std::string& r : e.infeasible_reasons) w.value(r);
   w.end_array();
   w.field("step_time_s", e.step_time_s);
-  w.field("simulated", e.simulated).field("closed_form_step_s", e.closed_form_step_s);
+  w.field("simulated", e.simulated)
+      .field("simulation_failed", e.simulation_failed)
+      .field("closed_form_step_s", e.closed_form_step_s);
   w.field("tokens_per_device_per_s", e.tokens_per_device_per_s);
   w.field("tokens_per_die_per_s", e.tokens_per_die_per_s);
   w.field("mfu", e.mfu).field("hfu", e.hfu);
@@ -216,9 +218,11 @@ std::string estimate_text(const Plan& plan, const Estimate& e) {
     out += "  (pipeline timed by the event simulation of the schedule; the closed form gives " +
            units::format_time(e.closed_form_step_s) + ", " +
            fmt("%+.1f%%", 100 * (e.closed_form_step_s / e.step_time_s - 1)) + ")\n";
-  } else if (plan.strategy.parallel.pp > 1) {
+  } else if (e.simulation_failed) {
     out += "  (pipeline timed by the closed form: the event simulation could not run this schedule; "
            "`evaluate --trace FILE` says why)\n";
+  } else if (plan.strategy.parallel.pp > 1) {
+    out += "  (pipeline timed by the closed form, the search's estimate)\n";
   }
   out += "\nthroughput  " + fmt("%.1f", e.tokens_per_device_per_s) + " tokens/s per device (TGS), " +
          fmt("%.1f", e.tokens_per_die_per_s) + " per die; MFU " + fmt("%.1f%%", 100 * e.mfu) + ", HFU " +

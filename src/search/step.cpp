@@ -378,6 +378,8 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
       t.exposed_comm = t.tp_comm + t.ep_comm + t.pp_comm + t.dp_comm;
       e.step_time_s = t.compute + t.exposed_comm + t.pp_bubble + t.optimizer + t.queueing + t.offload;
       e.simulated = true;
+    } else {
+      e.simulation_failed = true;
     }
   }
 

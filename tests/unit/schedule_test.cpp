@@ -216,6 +216,33 @@ TEST_SUITE("schedule.step") {
     CHECK(sim.closed_form_step_s == doctest::Approx(closed.step_time_s));
   }
 
+  TEST_CASE("a schedule the simulation cannot run keeps the closed form, and the report says which") {
+    // torch's interleaved grid is built for whole rounds of pp micro-batches: five on four
+    // ranks would run a task before its input (schedule.simulate, above). Asked to simulate,
+    // evaluate keeps the closed form and marks it; not asked (the search's fast estimate),
+    // nothing failed and the report must not say it did.
+    auto [hw, m, s, c] = uniform_step();
+    m.layers = 32;
+    s.parallel.vpp = 8;
+    s.schedule = Schedule::Interleaved;
+    s.training.global_batch = 5;
+    s.overlap.pp = false;
+    s.overlap.pp_lockstep = true;
+    const Estimate fast = search::evaluate_step(hw, m, s, c, MemoryEstimate{}, search::StrategyComm{}, true, false);
+    const Estimate asked = search::evaluate_step(hw, m, s, c, MemoryEstimate{}, search::StrategyComm{}, true, true);
+    CHECK_FALSE(fast.simulated);
+    CHECK_FALSE(fast.simulation_failed);
+    CHECK_FALSE(asked.simulated);
+    CHECK(asked.simulation_failed);
+    CHECK(asked.step_time_s == doctest::Approx(fast.step_time_s));
+    Plan plan;
+    plan.strategy = s;
+    const std::string failed = estimate_text(plan, asked), closed = estimate_text(plan, fast);
+    CHECK(failed.find("could not run this schedule") != std::string::npos);
+    CHECK(closed.find("could not run") == std::string::npos);
+    CHECK(closed.find("timed by the closed form") != std::string::npos);
+  }
+
   TEST_CASE("pipeline_runs: each run of the schedule fills and drains the pipeline") {
     // Gradient accumulation around the schedule (torchtitan, NeMo AutoModel): a step of m
     // micro-batches in R runs of m / R each takes R (m / R + p - 1)(F + B + W) =
