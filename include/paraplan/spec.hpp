@@ -511,6 +511,13 @@ struct Training {
   /// kernel (torchtitan's and Hugging Face's `repeat_kv`): a copy per layer, K/V saved and
   /// exchanged at the query heads' width. `training.repeat_kv: true`.
   bool repeat_kv = false;
+  /// The model code runs the query, key and value projections, and SwiGLU's gate and up
+  /// projections, as separate linear layers on the same input (torchtitan's Llama: wq, wk,
+  /// wv, w1, w3; Hugging Face's q_proj, k_proj, v_proj, gate_proj, up_proj), not one fused
+  /// GEMM each (Megatron-Core's linear_qkv and linear_fc1): one GEMM per projection, and
+  /// their input gradients summed (docs/cost-model.md, "Separate linear layers").
+  /// `training.linears: separate`.
+  bool separate_linears = false;
   /// Context-parallel exchange (`training.cp_comm`), used when parallel.cp > 1.
   CpComm cp_comm = CpComm::P2p;
   /// FP8 scaling recipe (`training.fp8_recipe`); takes effect with FP8 GEMMs only.
@@ -637,6 +644,7 @@ struct SearchSpace {
   bool bf16_grads = false;         ///< training.grad_precision: bf16
   bool cuda_graphs = false;        ///< training.cuda_graphs
   bool repeat_kv = false;          ///< training.repeat_kv
+  bool separate_linears = false;   ///< training.linears: separate
   Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;  ///< training.fp8_recipe
   int pipeline_runs = 1;           ///< training.pipeline_runs
   Choice<CpComm> cp_comm;          ///< training.cp_comm (p2p when absent; explored where cp > 1)

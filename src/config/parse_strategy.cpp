@@ -233,6 +233,9 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
       sp.bf16_grads = *v;
     }
     if (auto v = t.boolean("repeat_kv")) sp.repeat_kv = *v;
+    if (auto v = t.enumeration("linears", EnumNames<bool>{{"fused", false}, {"separate", true}})) {
+      sp.separate_linears = *v;
+    }
     if (auto v = t.enumeration("fp8_recipe", kFp8RecipeNames)) sp.fp8_recipe = *v;
     if (auto v = t.count("pipeline_runs", Need::Optional, 1, 1 << 20)) sp.pipeline_runs = *v;
     choice.read(t, "cp_comm", sp.cp_comm, enumeration(kCpCommNames));
@@ -337,6 +340,7 @@ Strategy read_strategy(const Node& root, Diags& diags) {
   s.training.bf16_grads = sp.bf16_grads;
   s.training.cuda_graphs = sp.cuda_graphs;
   s.training.repeat_kv = sp.repeat_kv;
+  s.training.separate_linears = sp.separate_linears;
   s.training.fp8_recipe = sp.fp8_recipe;
   s.training.pipeline_runs = sp.pipeline_runs;
   s.training.cp_comm = first_or(sp.cp_comm, CpComm::P2p);

@@ -115,25 +115,51 @@ static OpTime op_time_uncalibrated(const ComputeModel& cm, const model::Op& op) 
       const double peak = (low ? cm.peak_low : cm.peak_bf16) * share;
       const double m = op.m / split;
       int kernels = op.kernels;
-      if (cm.kernel != nullptr) {
-        const GemmPass pass = op.phase == model::Phase::InputGrad    ? GemmPass::Dgrad
-                              : op.phase == model::Phase::WeightGrad ? GemmPass::Wgrad
-                                                                     : GemmPass::Forward;
-        const bool loop = grouped && cm.kernel->grouped_loop;
-        if (loop) kernels = op.groups;
-        const double fraction = low ? cm.fraction_low : cm.fraction_bf16;
-        t.efficiency = gemm_model_efficiency(*cm.kernel, fraction, units, m, op.n, op.k,
-                                             loop ? 1 : op.groups, pass, low ? cm.rate_low : 1.0, low && cm.fp8);
-        const GemmCorrection& fix = grouped ? (low ? cm.fix_grouped_low : cm.fix_grouped_bf16)
-                                            : (low ? cm.fix_dense_low : cm.fix_dense_bf16);
-        t.efficiency = std::clamp(t.efficiency * fix.at(m, op.n, op.k), 1e-6, 1.0);
-      } else {
+      const bool loop = grouped && cm.kernel != nullptr && cm.kernel->grouped_loop;
+      if (loop) kernels = op.groups;
+      // The efficiency of one matmul of n x k (the op's own shape, or one of its parts).
+      auto efficiency = [&](double n, double k) {
+        if (cm.kernel != nullptr) {
+          const GemmPass pass = op.phase == model::Phase::InputGrad    ? GemmPass::Dgrad
+                                : op.phase == model::Phase::WeightGrad ? GemmPass::Wgrad
+                                                                       : GemmPass::Forward;
+          const double fraction = low ? cm.fraction_low : cm.fraction_bf16;
+          const double e = gemm_model_efficiency(*cm.kernel, fraction, units, m, n, k, loop ? 1 : op.groups, pass,
+                                                 low ? cm.rate_low : 1.0, low && cm.fp8);
+          const GemmCorrection& fix = grouped ? (low ? cm.fix_grouped_low : cm.fix_grouped_bf16)
+                                              : (low ? cm.fix_dense_low : cm.fix_dense_bf16);
+          return std::clamp(e * fix.at(m, n, k), 1e-6, 1.0);
+        }
         const GemmEfficiency& surface = low ? (grouped ? cm.grouped_low : cm.dense_low)
                                             : (grouped ? cm.grouped_bf16 : cm.dense_bf16);
-        t.efficiency = surface.at(m, op.n, op.k);
+        return surface.at(m, n, k);
+      };
+      const double mem_bw = cm.mem_bw * cm.gemm_mem_fraction * share;
+      if (op.parts[0] > 0) {
+        // Separate matmuls (training.linears: separate): each part at its own shape and
+        // roofline, its share of the op's FLOP and bytes (A, B and C of m x n x k).
+        const double whole = op.m * op.k + op.k * op.n + op.m * op.n;
+        double busy = 0;
+        for (double part : op.parts) {
+          if (part <= 0) continue;
+          const double n = op.parts_on_k ? op.n : part, k = op.parts_on_k ? part : op.k;
+          const double share_of = n * k / (op.n * op.k);
+          const double part_kernel = op.flops * share_of / (peak * efficiency(n, k));
+          const double part_memory = op.bytes * (op.m * k + k * n + op.m * n) / whole / mem_bw;
+          kernel_s += part_kernel;
+          memory_s += part_memory;
+          busy += std::max(part_kernel, part_memory);
+        }
+        t.efficiency = op.flops / (peak * kernel_s);
+        t.time_s = busy + kernels * cm.overhead_s;
+        t.achieved = op.flops / t.time_s;
+        t.bound = memory_s > kernel_s ? "memory" : "compute";
+        if (kernels * cm.overhead_s > busy) t.bound = "launch";
+        return t;
       }
+      t.efficiency = efficiency(op.n, op.k);
       kernel_s = op.flops / (peak * t.efficiency);
-      memory_s = op.bytes / (cm.mem_bw * cm.gemm_mem_fraction * share);
+      memory_s = op.bytes / mem_bw;
       t.time_s = std::max(kernel_s, memory_s) + kernels * cm.overhead_s;
       t.achieved = op.flops / t.time_s;
       t.bound = memory_s > kernel_s ? "memory" : "compute";

@@ -88,6 +88,44 @@ struct Ctx {
   int seq;         // sequence length
 };
 
+// Separate linear layers on one input (`training.linears: separate`; torchtitan's Llama: wq,
+// wk, wv and w1, w3 at pytorch/torchtitan@9dec370 torchtitan/models/llama/model.py): each
+// projection is a GEMM of its own, and the input's gradient is their input gradients summed.
+// Counted in units of m x hidden BF16 moved beyond what one fused projection moves (its GEMM
+// writes the gradient, the next op reads it once):
+// - eager, autograd adds each further gradient into the first: read two, write one, a
+//   kernel per add (3 units each);
+// - compiled, Inductor takes a pair of BF16 matmuls of one shape (k and v; gate and up) by its
+//   mm_plus_mm pattern as mm, then addmm_ into that output (pytorch/pytorch@016d1a55
+//   torch/_inductor/kernel/mm_plus_mm.py; torch/csrc/inductor/inductor_ops.cpp, _mm_plus_mm):
+//   one more read inside the GEMM. FP8 GEMMs are torch._scaled_mm, which the pattern does not
+//   take. The t gradients left are summed by a pointwise kernel (t reads and a write) where
+//   TP's reduction takes the sum, or read by the norm's backward beside the residual's (t - 1
+//   more reads) where it does not.
+void make_separate(const Ctx& c, Op& op) {
+  if (!c.s.training.separate_linears || op.groups != 1) return;
+  int parts = 0;
+  for (double n : op.unfused_n) parts += n > 0 ? 1 : 0;
+  if (parts < 2) return;
+  op.parts = op.unfused_n;
+  op.kernels = parts;
+  const double unit = op.m * op.k * kAct;
+  if (c.s.training.eager_elementwise) {
+    op.grad_sum_bytes = 3.0 * (parts - 1) * unit;
+    op.grad_sum_kernels = parts - 1;
+    return;
+  }
+  const bool paired = !(c.s.training.precision == Precision::Fp8 && op.low_precision);
+  const int left = parts - (paired ? 1 : 0);
+  double units = paired ? 1.0 : 0.0;
+  if (left > 1) {
+    const bool reduced = c.t > 1;
+    units += reduced ? left + 1 : left - 1;
+    op.grad_sum_kernels = reduced ? 1 : 0;
+  }
+  op.grad_sum_bytes = units * unit;
+}
+
 // Norm over `tokens` x `width`: read x, write y; backward reads x and dy, writes dx, in a
 // kernel and a second one that reduces the weight gradient over the blocks (TE / apex
 // `ln_bwd` + `ln_bwd_finalize`). Eager PyTorch (torchtitan / HF RMSNorm: x.float(), pow,
@@ -181,6 +219,7 @@ void add_attention(const Ctx& c, std::vector<Op>& ops) {
     kv_heads = std::max(1.0, a.kv_heads / c.t);
     Op qkv = gemm("qkv_proj", Module::AttnProj, T, (heads + 2 * kv_heads) * dqk, h);
     qkv.unfused_n = {heads * dqk, kv_heads * dqk, kv_heads * dv};
+    make_separate(c, qkv);
     ops.push_back(qkv);
     if (a.qk_norm) {
       // Qwen3 / OLMo 2: a norm over each head's query and one over each head's key, before
@@ -271,6 +310,7 @@ void add_ffn(const Ctx& c, std::vector<Op>& ops, const std::string& prefix, Modu
   Op up = gemm(prefix + (swiglu ? "gate_up_proj" : "up_proj"), module, tokens, (swiglu ? 2 : 1) * f,
                h, groups);
   if (swiglu) up.unfused_n = {f, f};
+  make_separate(c, up);
   // SwiGLU reads gate and up, writes the product; GeLU reads and writes one tensor. Eager
   // SwiGLU is silu(gate) then a multiply (2 + 2, 2 + 2 + 2 B per element, 2 kernels) and an
   // autograd backward of 4 kernels over about twice the bytes.
@@ -497,16 +537,23 @@ void add_op_policy_recompute(std::vector<Op>& ops) {
     }
     if (f.kind != OpKind::Gemm) continue;
     double n = 0;
+    std::array<double, 3> again{};  // the matmuls run again, in order
+    int count = 0;
     const bool fused = f.unfused_n[0] > 0;
     for (double part : fused ? f.unfused_n : std::array<double, 3>{f.n, 0, 0}) {
       if (part <= 0) continue;
-      if (++matmuls % 2 == 0) n += part;
+      if (++matmuls % 2 == 0) {
+        n += part;
+        again[static_cast<std::size_t>(count++)] = part;
+      }
     }
     if (n <= 0) continue;
     Op r = f;
     r.phase = Phase::Recompute;
     set_gemm_n(r, n);
     r.unfused_n = {};
+    r.parts = f.parts[0] > 0 && count > 1 ? again : std::array<double, 3>{};
+    r.kernels = r.parts[0] > 0 ? count : 1;
     ops.push_back(r);
   }
 }
@@ -537,7 +584,14 @@ void add_backward(std::vector<Op>& ops, const Recompute& recompute, bool recompu
         dx.name = f.name + ".dgrad";
         dx.n = f.k;
         dx.k = f.n;
+        dx.parts_on_k = true;
         ops.push_back(dx);
+        if (f.grad_sum_bytes > 0) {
+          Op sum = memory(f.name + ".dgrad_sum", f.module, f.grad_sum_bytes, 0, MemClass::Elementwise,
+                          f.grad_sum_kernels);
+          sum.phase = Phase::InputGrad;
+          ops.push_back(sum);
+        }
         Op dw = f;  // dW[k, n] = X^T dY
         dw.phase = Phase::WeightGrad;
         dw.name = f.name + ".wgrad";

@@ -42,6 +42,7 @@ void write_strategy(report::JsonWriter& w, const Plan& plan) {
                        : s.training.attention_kernel.empty() ? std::string("flash")
                                                              : s.training.attention_kernel);
   w.field("repeat_kv", s.training.repeat_kv);
+  w.field("linears", s.training.separate_linears ? "separate" : "fused");
   w.field("cuda_graphs", s.training.cuda_graphs);
   w.field("pipeline_runs", s.training.pipeline_runs);
   w.field("cp_comm", spelling(kCpCommNames, s.training.cp_comm));

@@ -29,7 +29,7 @@ std::size_t LayerKeyHash::operator()(const LayerKey& k) const noexcept {
   mix(static_cast<std::size_t>(k.algorithm));
   mix(std::hash<std::string>{}(k.attention_kernel));
   mix((k.eager_elementwise ? 1u : 0u) | (k.eager_loss ? 2u : 0u) | (k.unfused_loss ? 4u : 0u) |
-      (k.repeat_kv ? 8u : 0u) | (k.cuda_graphs ? 16u : 0u));
+      (k.repeat_kv ? 8u : 0u) | (k.cuda_graphs ? 16u : 0u) | (k.separate_linears ? 32u : 0u));
   mix(static_cast<std::size_t>(k.cp_comm));
   mix(static_cast<std::size_t>(k.fp8_recipe));
   return h;
@@ -69,6 +69,7 @@ LayerKey key_of(const Strategy& s, int model_seq) {
   k.unfused_loss = s.training.unfused_loss;
   k.repeat_kv = s.training.repeat_kv;
   k.cuda_graphs = s.training.cuda_graphs;
+  k.separate_linears = s.training.separate_linears;
   k.cp_comm = s.training.cp_comm;
   k.fp8_recipe = s.training.fp8_recipe;
   return k;

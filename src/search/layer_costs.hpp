@@ -39,6 +39,7 @@ struct LayerKey {
   bool unfused_loss = false;
   bool repeat_kv = false;
   bool cuda_graphs = false;
+  bool separate_linears = false;
   CpComm cp_comm = CpComm::P2p;
   Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;
 

@@ -803,6 +803,7 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
   base.training.cuda_graphs = sp.cuda_graphs;
   base.training.pipeline_runs = sp.pipeline_runs;
   base.training.repeat_kv = sp.repeat_kv;
+  base.training.separate_linears = sp.separate_linears;
   base.training.fp8_recipe = sp.fp8_recipe;
   base.overlap = sp.overlap;
   base.collective_algorithm = sp.collective_algorithm;
@@ -1022,7 +1023,7 @@ std::string search_key(const SearchSpace& sp, const SearchOptions& o) {
     raw(k, v);
   }
   for (bool v : {sp.embedding_in_split, sp.loss_in_split, sp.unfused_attention, sp.eager_elementwise, sp.fp8_storage,
-                 sp.bf16_grads, sp.cuda_graphs, sp.repeat_kv, sp.fp8_dispatch, sp.gate_at_swiglu, sp.overlap.ep, sp.overlap.dp, sp.overlap.tp,
+                 sp.bf16_grads, sp.cuda_graphs, sp.repeat_kv, sp.separate_linears, sp.fp8_dispatch, sp.gate_at_swiglu, sp.overlap.ep, sp.overlap.dp, sp.overlap.tp,
                  sp.overlap.pp, sp.overlap.pp_lockstep, sp.overlap.cp, o.keep_all}) {
     raw(k, v);
   }

@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -409,6 +410,72 @@ TEST_SUITE("model.op_graph") {
     CHECK(op(d, "gate_up_proj", Phase::Recompute).n == f);     // w3 only
     CHECK(op(d, "o_proj", Phase::Recompute).n == h);
     for (const Op& o : d.ops) CHECK_FALSE((o.name == "down_proj" && o.phase == Phase::Recompute));
+  }
+
+  TEST_CASE("separate linears: a GEMM per projection, the input gradients summed as torch runs them") {
+    // torchtitan's Llama runs wq, wk, wv and w1, w3 as separate linear layers on one input
+    // (training.linears: separate). Llama 3 70B at TP8 with SP, micro-batch 1: T = 8192
+    // tokens, h = 8192, per rank 8 query heads and 1 KV head of 128, FFN 28672 / 8 = 3584.
+    // A unit is one T x h BF16 tensor, 8192 x 8192 x 2 B, beyond the fused projection's one
+    // gradient written and read once:
+    // - compiled, BF16: k and v (one shape) by Inductor's mm_plus_mm, mm then addmm_ into its
+    //   output: 1 unit read in the GEMM; q's gradient added by a pointwise kernel before TP's
+    //   reduce-scatter, 2 reads + 1 write: 4 units and a kernel. gate and up: 1 unit, no kernel;
+    // - compiled, FP8 (torch._scaled_mm, not the pattern): 3 reads + 1 write, and for gate /
+    //   up 2 + 1; without TP the norm's backward reads the terms beside it: 2 and 1 units;
+    // - eager: autograd adds each further gradient, 3 units and a kernel per add.
+    const double T = 8192, h = 8192, unit = T * h * 2;
+    auto sums = [&](Plan p) {
+      p.strategy.training.separate_linears = true;
+      const auto layers = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+      const Layer& d = layer(layers, LayerKind::Dense);
+      const Op& qkv = op(d, "qkv_proj.dgrad_sum", Phase::InputGrad);
+      const Op& ffn = op(d, "gate_up_proj.dgrad_sum", Phase::InputGrad);
+      return std::array<double, 4>{qkv.bytes / unit, static_cast<double>(qkv.kernels), ffn.bytes / unit,
+                                   static_cast<double>(ffn.kernels)};
+    };
+    Plan p = llama_plan(8, true);
+    CHECK(sums(p) == std::array<double, 4>{4, 1, 1, 0});
+    p.strategy.training.precision = Precision::Fp8;
+    CHECK(sums(p) == std::array<double, 4>{4, 1, 3, 1});
+    Plan one = llama_plan(1, false);  // the gradient goes straight to the norm's backward
+    one.strategy.training.precision = Precision::Fp8;
+    CHECK(sums(one) == std::array<double, 4>{2, 0, 1, 0});
+    p.strategy.training.precision = Precision::Bf16;
+    p.strategy.training.eager_elementwise = true;
+    CHECK(sums(p) == std::array<double, 4>{6, 2, 3, 1});
+
+    // Each projection is its own GEMM at its own shape and roofline: the op's time is the
+    // parts' times, and the narrow k and v projections (n = 128) are bound by reading the
+    // T x h input, not by their FLOP. Fused, the graph has no sum.
+    p = llama_plan(8, true);
+    p.strategy.training.separate_linears = true;
+    const auto layers = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    const Layer& d = layer(layers, LayerKind::Dense);
+    const Op& qkv = op(d, "qkv_proj");
+    CHECK(qkv.parts == std::array<double, 3>{8 * 128, 128, 128});
+    CHECK(qkv.kernels == 3);
+    const cost::ComputeModel cm = cost::make_compute_model(p.hardware, Precision::Bf16);
+    auto single = [&](Op o, double n, bool on_k) {
+      (on_k ? o.k : o.n) = n;
+      o.flops = 2 * o.m * o.n * o.k;
+      o.bytes = (o.m * o.k + o.k * o.n + o.m * o.n) * 2;
+      o.parts = {};
+      o.kernels = 1;
+      return cost::op_time(cm, o);
+    };
+    for (const Op* o : {&qkv, &op(d, "qkv_proj.dgrad", Phase::InputGrad), &op(d, "qkv_proj.wgrad", Phase::WeightGrad)}) {
+      CAPTURE(o->name);
+      double sum = 0;
+      for (double n : o->parts) sum += single(*o, n, o->parts_on_k).time_s;
+      CHECK(cost::op_time(cm, *o).time_s == doctest::Approx(sum).epsilon(1e-12));
+    }
+    CHECK(std::string(single(qkv, 128, false).bound) == "memory");
+    CHECK(std::string(single(qkv, 8 * 128 + 2 * 128, false).bound) == "compute");
+    p.strategy.training.separate_linears = false;
+    const auto fused = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    for (const Op& o : layer(fused, LayerKind::Dense).ops) CHECK(o.name.find("dgrad_sum") == std::string::npos);
+    CHECK(cost::op_time(cm, op(layer(fused, LayerKind::Dense), "qkv_proj")).time_s < cost::op_time(cm, qkv).time_s);
   }
 
   TEST_CASE("FP8 GEMMs run at the FP8 peak on H800; the router and head stay BF16") {
