@@ -555,6 +555,17 @@ struct MoeExec {
 /// Which communication overlaps with compute.
 struct Overlap {
   bool ep = true, dp = true, tp = false, pp = true;
+  /// TP: the overlap is torch's micro-pipelined AsyncTP (`overlap.tp: async`; implies tp):
+  /// symmetric-memory copies on copy engines instead of Transformer Engine's userbuffers. An
+  /// all-gather feeding matmuls and a matmul feeding a reduce-scatter run as tp chunks beside
+  /// the transfers (torch.distributed._symmetric_memory, _pipelined_all_gather_and_consume and
+  /// _pipelined_produce_and_all2all); the local shard is staged into the symmetric buffer
+  /// first and the reduce-scatter's tp partial chunks are summed after, both on the compute
+  /// units; a reduce-scatter whose input is not one matmul's output (the input gradient of
+  /// separate q / k / v or gate / up projections, `training.linears: separate`) stays a
+  /// plain, waited-on collective (torch/_inductor/fx_passes/micro_pipeline_tp.py,
+  /// fuse_matmul_reduce_scatter).
+  bool tp_async = false;
   /// PP: the transfers of each time step of the schedule are posted together after the
   /// step's compute and waited on before the next (`overlap.pp: lockstep`; implies pp false):
   /// neighbouring ranks finish every time step together. torch.distributed.pipelining's

@@ -269,7 +269,17 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
     MapReader o(node, diags, "overlap");
     if (auto v = o.boolean("ep")) sp.overlap.ep = *v;
     if (auto v = o.boolean("dp")) sp.overlap.dp = *v;
-    if (auto v = o.boolean("tp")) sp.overlap.tp = *v;
+    if (const Node* n = o.get("tp")) {
+      // true | false | async (torch's micro-pipelined AsyncTP, Overlap::tp_async)
+      static const EnumNames<int> kTp{{"true", 1}, {"false", 0}, {"async", 2}};
+      const std::optional<bool> b = n->is_scalar() ? boolean_spelling(n->scalar) : std::nullopt;
+      const std::optional<int> v =
+          b ? std::optional<int>(*b ? 1 : 0) : o.scalars().enumeration(*n, o.dotted("tp"), kTp);
+      if (v) {
+        sp.overlap.tp = *v != 0;
+        sp.overlap.tp_async = *v == 2;
+      }
+    }
     if (const Node* n = o.get("pp")) {
       // true | false | lockstep (torch's per-time-step transfers, Overlap::pp_lockstep)
       static const EnumNames<int> kPp{{"true", 1}, {"false", 0}, {"lockstep", 2}};

@@ -326,8 +326,11 @@ double split_time(const cost::ComputeModel& cm, const model::Op& op, int chunks)
 // that split the GEMM into TP-degree chunks; the reduce-scatter after the row-parallel
 // forward GEMM is a ring exchange too with FP8 GEMMs, and with BF16 ones a pipeline of 4
 // chunks (num_splits 4). The row-parallel GEMM of a block is its last forward GEMM. Marks
-// each block GEMM and prices the chunked ones.
-void split_tp_gemms(const cost::ComputeModel& cm, const std::vector<model::Op>& ops, LayerEstimate& le, int tp) {
+// each block GEMM and prices the chunked ones. torch's AsyncTP (`async`) runs the
+// row-parallel forward GEMM as tp chunks, one per destination rank
+// (_fused_matmul_reduce_scatter_impl's chunk_producer), whatever the precision.
+void split_tp_gemms(const cost::ComputeModel& cm, const std::vector<model::Op>& ops, LayerEstimate& le, int tp,
+                    bool async) {
   constexpr int kPipelineSplits = 4;
   for (std::size_t i = 0; i < ops.size(); ++i) le.ops[i].block = tp_block(ops[i]);
   if (tp <= 1) return;
@@ -337,7 +340,7 @@ void split_tp_gemms(const cost::ComputeModel& cm, const std::vector<model::Op>& 
     const auto it = std::find_if(blocks.begin(), blocks.end(), [&](const cost::TpBlockGemms& b) { return b.block == op.block; });
     if (op.block.empty() || it == blocks.end()) continue;  // no block, or one without a forward GEMM
     if (ops[i].phase == model::Phase::Forward) {
-      const bool pipeline = op.name == it->row && !op.fp8;
+      const bool pipeline = op.name == it->row && !op.fp8 && !async;
       op.split_s = split_time(cm, ops[i], pipeline ? kPipelineSplits : tp);
     } else if (ops[i].phase == model::Phase::InputGrad && op.name == it->row + ".dgrad") {
       op.split_s = split_time(cm, ops[i], tp);
@@ -403,7 +406,8 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
       }
       le.ops.push_back(std::move(oe));
     }
-    split_tp_gemms(cm, layer.ops, le, plan.strategy.overlap.tp ? plan.strategy.parallel.tp : 1);
+    split_tp_gemms(cm, layer.ops, le, plan.strategy.overlap.tp ? plan.strategy.parallel.tp : 1,
+                   plan.strategy.overlap.tp_async);
     // A forward that waits at a host synchronisation (dropless MoE token counts) issues the
     // kernels after it from an empty queue, and the next layer's before its own wait: from
     // one wait to the next, each kernel starts when the host has issued it (device.host_issue

@@ -412,6 +412,7 @@ TpExposed tp_exposed(const HardwareSpec& hw, const Strategy& s, const std::vecto
     bool first_again = false, row_again = false, any_again = false, row_fp8 = false;
     double col_r = 0, col_r_split = 0;  // the block's recomputed column-parallel GEMMs
     double col_f = 0, col_f_split = 0, row_f = 0, row_f_split = 0, row_d = 0, row_d_split = 0, col_d = 0, col_w = 0;
+    double col_d_split = 0;
     for (const OpEstimate& op : layer.ops) {
       if (op.block.empty() || op.block != b.name) continue;
       const double split = op.split_s > 0 ? op.split_s : op.time_s;
@@ -433,6 +434,7 @@ TpExposed tp_exposed(const HardwareSpec& hw, const Strategy& s, const std::vecto
           row_d_split += split;
         } else {
           col_d += op.time_s;
+          col_d_split += split;
         }
       } else if (op.phase == "weight_grad" && op.name != row + ".wgrad") {
         col_w += op.time_s;
@@ -484,16 +486,33 @@ TpExposed tp_exposed(const HardwareSpec& hw, const Strategy& s, const std::vecto
     // NVIDIA-NeMo/Megatron-Bridge@067f987 src/megatron/bridge/training/comm_overlap.py) and
     // loses the share they hold while they run.
     auto bulk = [&](double base, const Part& x) { return std::max(base + u * x.dma, x.dma) - base + x.fixed; };
-    const double fwd = ring(col_f, col_f_split, b.ag_f) +
-                       (row_fp8 ? ring(row_f, row_f_split, b.rs_f) : pipeline(row_f, row_f_split, b.rs_f));
-    e.forward_s += fwd;
-    // The input is gathered again for the weight gradient (TE keeps its local shard) beside
-    // the column-parallel dgrad: the forward's all-gather once more.
     // Under the op policy the gathered input comes again beside the recomputed column GEMM
     // (torch's micro-pipelined all-gather matmul), or stands alone where none runs again.
     const double again = !gathered_again ? 0.0
                          : col_r > 0     ? ring(col_r, col_r_split, b.ag_f)
                                          : b.ag_f.total();
+    if (s.overlap.tp_async) {
+      // torch's AsyncTP: the forward's all-gather and reduce-scatter, and in backward the
+      // output gradient's all-gather, are ring exchanges (copy-engine pulls beside the
+      // matmul's tp chunks); the staging copy and the partials' sum are ops of the block
+      // (model::add_tp_async). Inductor fuses a reduce-scatter only with the one matmul that
+      // produces its input (torch/_inductor/fx_passes/micro_pipeline_tp.py,
+      // fuse_matmul_reduce_scatter): the input gradient of separate linears (q, k, v or gate,
+      // up: training.linears separate) is a sum, its reduce-scatter waited on whole; a fused
+      // projection's rings beside its dgrad. The weight gradients read the forward's gathered
+      // input (kept, or gathered again with the recomputed forward), no second gather beside
+      // the dgrad as Transformer Engine's.
+      const double fwd = ring(col_f, col_f_split, b.ag_f) + ring(row_f, row_f_split, b.rs_f);
+      const double grad_in = s.training.separate_linears ? b.grad_in.total() : ring(col_d, col_d_split, b.grad_in);
+      e.forward_s += fwd;
+      e.backward_s += ring(row_d, row_d_split, b.grad_out) + grad_in + (recomputed ? fwd : 0.0) + again;
+      continue;
+    }
+    const double fwd = ring(col_f, col_f_split, b.ag_f) +
+                       (row_fp8 ? ring(row_f, row_f_split, b.rs_f) : pipeline(row_f, row_f_split, b.rs_f));
+    e.forward_s += fwd;
+    // The input is gathered again for the weight gradient (TE keeps its local shard) beside
+    // the column-parallel dgrad: the forward's all-gather once more.
     e.backward_s += ring(row_d, row_d_split, b.grad_out) + bulk(col_d, b.ag_f) + bulk(col_w, b.grad_in) +
                     (recomputed ? fwd : 0.0) + again;
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include "model/params.hpp"
 
@@ -86,6 +87,7 @@ struct Ctx {
   double t;        // tensor parallel degree
   double t_sp;     // tokens through norms and residuals: per_device / tp with SP
   int seq;         // sequence length
+  bool fp8 = false;  // the low-precision GEMMs run in FP8 (fp8_gemms)
 };
 
 // Separate linear layers on one input (`training.linears: separate`; torchtitan's Llama: wq,
@@ -176,6 +178,27 @@ Op cp_merge(const Ctx& c, double q, double kv) {
   }
   const int kernels = static_cast<int>(steps) * (torch ? 6 : 1) + 1;
   return memory("cp_attention_merge", Module::CoreAttn, fwd, bwd, MemClass::Elementwise, kernels, 2 * kernels);
+}
+
+// torch's micro-pipelined AsyncTP (overlap.tp: async) around one TP block with sequence
+// parallelism whose gathered input is `width` wide and whose row-parallel matmul writes the
+// hidden width (pytorch/pytorch torch/distributed/_symmetric_memory/__init__.py). Before the
+// matmuls consume the gathered shards, the rank's own shard is copied into its symmetric
+// buffer for the peers to pull (_pipelined_all_gather_and_consume: read and write the shard;
+// in FP8 when the GEMMs are, as torchao casts before it gathers); in backward the output
+// gradient's shard likewise (BF16) before the row-parallel input-gradient matmul it feeds.
+// After the row-parallel matmul's tp chunks have been pulled by their ranks, the tp partial
+// chunks are summed (_fused_matmul_reduce_scatter_impl, reduce_fn over the stacked
+// partials): read T x h, write T / tp x h. The reduce-scatter's output is in torchtitan's op
+// policy cache, so the sum does not run again there.
+void add_tp_async(const Ctx& c, std::vector<Op>& ops, Module module, double width) {
+  if (!c.s.overlap.tp_async || !c.s.parallel.sp || c.t <= 1) return;
+  const double T = c.tok.per_device, h = c.m.hidden;
+  ops.push_back(memory("tp_async_stage", module, 2 * T / c.t * width * (c.fp8 ? 1.0 : kAct), 2 * T / c.t * h * kAct,
+                       MemClass::Copy, 1, 1));
+  Op sum = memory("tp_async_reduce", module, (T + T / c.t) * h * kAct, 0, MemClass::Reduction, 1);
+  sum.kept_by_op_policy = true;
+  ops.push_back(sum);
 }
 
 void add_attention(const Ctx& c, std::vector<Op>& ops) {
@@ -300,6 +323,8 @@ void add_attention(const Ctx& c, std::vector<Op>& ops) {
     if (cp > 1 && !ulysses) ops.push_back(cp_merge(c, T * heads * dv, T * kv_heads * (dqk + dv)));
   }
   ops.push_back(gemm("o_proj", Module::AttnProj, T, h, heads * dv));
+  const double gathered = a.kind == AttentionKind::Mla ? (a.q_lora_rank > 0 ? a.q_lora_rank : h) + a.kv_lora_rank : h;
+  add_tp_async(c, ops, Module::AttnProj, gathered);
 }
 
 // A feed-forward block on `tokens` with per-rank width `f`; `groups` > 1 makes it grouped.
@@ -341,6 +366,7 @@ void add_ffn(const Ctx& c, std::vector<Op>& ops, const std::string& prefix, Modu
   }
   add(std::move(act));
   add(std::move(down));
+  if (module == Module::Mlp || module == Module::SharedExperts) add_tp_async(c, ops, module, h);
 }
 
 // Residual add after attention or the MLP: reads both inputs, writes the sum; backward
@@ -473,19 +499,49 @@ void add_transformer_layer(const Ctx& c, std::vector<Op>& ops, bool moe, const s
 // amax and scale kernels come from the same quantize call (TE's C++, or the compiled graph
 // that torchao's casts sit in), not from more framework operators: they are counted as the
 // extra read, not as launches that each cost the framework's host time per launch.
-void add_fp8_casts(std::vector<Op>& ops, Fp8Recipe recipe) {
+// With sequence parallelism a tensor that is all-gathered across the TP group before its
+// GEMM (a column-parallel GEMM's input forward, a row-parallel GEMM's output gradient
+// backward) is quantized on the rank's own shard, 1 / tp of its rows, and gathered in FP8
+// (Transformer Engine's gather_along_first_dim with the input / grad-output quantizer;
+// torchao's PrepareFloat8ModuleInput and the row-wise style's backward cast before the
+// redistribute); the column-wise copy for the weight gradient is a transpose of the gathered
+// FP8 tensor: read 1 B, write 1 B per element of all its rows.
+bool ends_with(std::string_view s, std::string_view tail) {
+  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
+}
+bool tp_gathered_input(const Op& op) {
+  switch (op.module) {
+    case Module::AttnProj: return ends_with(op.name, "qkv_proj") || ends_with(op.name, "q_proj");
+    case Module::MlaUpProj: return true;  // q_b_proj, kv_b_proj on the gathered latents
+    case Module::Mlp:
+    case Module::SharedExperts: return ends_with(op.name, "up_proj");  // gate_up_proj, up_proj
+    default: return false;
+  }
+}
+bool tp_gathered_grad(const Op& op) {
+  return (op.module == Module::AttnProj && ends_with(op.name, "o_proj")) ||
+         ((op.module == Module::Mlp || op.module == Module::SharedExperts) && ends_with(op.name, "down_proj"));
+}
+
+void add_fp8_casts(std::vector<Op>& ops, Fp8Recipe recipe, double sp_tp) {
   std::vector<Op> out;
   out.reserve(ops.size() * 2);
   const bool amax_pass = recipe == Fp8Recipe::Tensorwise;
   // read BF16, write FP8 row-wise + column-wise; with an amax pass, read BF16 once more
   const double cast_bytes = kAct + 2.0 + (amax_pass ? kAct : 0.0);
+  // a gathered tensor: quantized row-wise on the shard (all but the column-wise write), the
+  // column-wise copy transposed from the gathered FP8 rows
+  auto gathered_bytes = [&](double elems) { return elems / sp_tp * (cast_bytes - 1.0) + elems * 2.0; };
   for (const Op& op : ops) {
     if ((op.kind == OpKind::Gemm || op.kind == OpKind::GroupedGemm) && op.low_precision) {
       const double rows = op.quantized_rows > 0 ? op.quantized_rows : op.m * op.groups;
       const double in = rows * op.k;
+      const double grad = op.m * op.n * op.groups;
+      const bool sp = sp_tp > 1;
       // Row-wise and column-wise (transposed) copies: two kernels each way.
-      Op cast = memory(op.name + ".fp8_cast", op.module, in * cast_bytes,
-                       op.m * op.n * op.groups * cast_bytes, MemClass::Cast, 2);
+      Op cast = memory(op.name + ".fp8_cast", op.module,
+                       sp && tp_gathered_input(op) ? gathered_bytes(in) : in * cast_bytes,
+                       sp && tp_gathered_grad(op) ? gathered_bytes(grad) : grad * cast_bytes, MemClass::Cast, 2);
       cast.per_die = op.per_die;
       out.push_back(std::move(cast));
     }
@@ -530,6 +586,7 @@ void add_op_policy_recompute(std::vector<Op>& ops) {
   for (std::size_t i = 0; i < forward; ++i) {
     const Op f = ops[i];
     if (f.kind == OpKind::Memory) {
+      if (f.kept_by_op_policy) continue;
       Op r = f;
       r.phase = Phase::Recompute;
       ops.push_back(r);
@@ -646,16 +703,18 @@ Tokens tokens_of(const ModelSpec& m, const Strategy& s, const HardwareSpec& hw, 
 std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const HardwareSpec& hw,
                                 double expert_load) {
   Ctx c{m, s, tokens_of(m, s, hw, expert_load), static_cast<double>(s.parallel.tp), 0.0,
-        s.training.seq_len > 0 ? s.training.seq_len : m.seq_len};
+        s.training.seq_len > 0 ? s.training.seq_len : m.seq_len, fp8_gemms(s.training.precision, hw.device)};
   // Norms and residuals run on the sequence shard with SP; MoE layers need SP for tp > 1.
   c.t_sp = (s.parallel.sp || (m.moe && s.parallel.tp > 1)) ? c.tok.per_device / c.t : c.tok.per_device;
   const Recompute& rc = s.training.recompute;
   const double T = c.tok.per_device, h = m.hidden, vocab_shard = m.vocab / c.t;
   std::vector<Layer> layers;
 
-  const bool fp8 = fp8_gemms(s.training.precision, hw.device);
+  const bool fp8 = c.fp8;
+  // TP ranks with sequence parallelism gather the GEMM inputs (MoE layers need SP with TP)
+  const double sp_tp = (s.parallel.sp || m.moe.has_value()) && s.parallel.tp > 1 ? s.parallel.tp : 1;
   auto casts = [&](std::vector<Op>& ops) {
-    if (fp8) add_fp8_casts(ops, s.training.fp8_recipe);
+    if (fp8) add_fp8_casts(ops, s.training.fp8_recipe, sp_tp);
   };
   // Per-layer CUDA graphs capture a transformer layer's forward up to its first host
   // synchronisation (a dropless MoE layer's token counts: Megatron-Core captures attention,

@@ -38,6 +38,9 @@ struct Op {
   /// The kernels are the framework's launches one for one (an eager loop the graph spells
   /// out), so device.launches_per_kernel (launches per graph kernel) does not multiply them.
   bool exact_launches = false;
+  /// torchtitan's op policy takes this op's result from the forward's cache (a reduce-scatter's
+  /// output is in its `_save_list`), so the op does not run again in its backward.
+  bool kept_by_op_policy = false;
   /// Captured in a CUDA graph (training.cuda_graphs): replayed by one launch of the graph,
   /// not issued by the host kernel by kernel.
   bool graphed = false;

@@ -63,7 +63,7 @@ void write_strategy(report::JsonWriter& w, const Plan& plan) {
   w.field("collective_algorithm", spelling(kCollectiveAlgorithmNames, s.collective_algorithm));
   w.key("overlap").begin_object();
   w.field("ep", s.overlap.ep).field("dp", s.overlap.dp).field("tp", s.overlap.tp).field("pp", s.overlap.pp);
-  w.field("cp", s.overlap.cp).field("pp_lockstep", s.overlap.pp_lockstep);
+  w.field("cp", s.overlap.cp).field("pp_lockstep", s.overlap.pp_lockstep).field("tp_async", s.overlap.tp_async);
   w.end_object();
   w.end_object();
 }

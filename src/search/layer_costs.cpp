@@ -17,7 +17,7 @@ std::size_t LayerKeyHash::operator()(const LayerKey& k) const noexcept {
   mix(static_cast<std::size_t>(k.micro_batch));
   mix(static_cast<std::size_t>(k.seq));
   mix((k.sp ? 1u : 0u) | (k.dies ? 2u : 0u) | (k.overlap_tp ? 4u : 0u) | (k.unfused_attention ? 8u : 0u) |
-      (k.overlap_cp ? 16u : 0u));
+      (k.overlap_cp ? 16u : 0u) | (k.overlap_tp_async ? 32u : 0u));
   mix(static_cast<std::size_t>(k.recompute));
   mix(k.modules);
   mix(static_cast<std::size_t>(k.precision));
@@ -61,6 +61,7 @@ LayerKey key_of(const Strategy& s, int model_seq) {
   k.fp8_storage = s.training.fp8_storage;
   k.algorithm = s.collective_algorithm;
   k.overlap_tp = s.overlap.tp;
+  k.overlap_tp_async = s.overlap.tp_async;
   k.overlap_cp = s.overlap.cp;
   k.unfused_attention = s.training.unfused_attention;
   k.attention_kernel = s.training.attention_kernel;

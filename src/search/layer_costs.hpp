@@ -31,6 +31,7 @@ struct LayerKey {
   bool gate_at_swiglu = false, fp8_storage = false;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto;
   bool overlap_tp = false;
+  bool overlap_tp_async = false;
   bool overlap_cp = true;
   bool unfused_attention = false;
   std::string attention_kernel;

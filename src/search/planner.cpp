@@ -1024,7 +1024,7 @@ std::string search_key(const SearchSpace& sp, const SearchOptions& o) {
   }
   for (bool v : {sp.embedding_in_split, sp.loss_in_split, sp.unfused_attention, sp.eager_elementwise, sp.fp8_storage,
                  sp.bf16_grads, sp.cuda_graphs, sp.repeat_kv, sp.separate_linears, sp.fp8_dispatch, sp.gate_at_swiglu, sp.overlap.ep, sp.overlap.dp, sp.overlap.tp,
-                 sp.overlap.pp, sp.overlap.pp_lockstep, sp.overlap.cp, o.keep_all}) {
+                 sp.overlap.pp, sp.overlap.pp_lockstep, sp.overlap.tp_async, sp.overlap.cp, o.keep_all}) {
     raw(k, v);
   }
   raw(k, sp.imbalance);

@@ -1052,6 +1052,96 @@ TEST_SUITE("cost.comm") {
     CHECK(e.backward_s == doctest::Approx(1.1e-3));
   }
 
+  TEST_CASE("overlap.tp async: torch's micro-pipelined AsyncTP rings, the input gradient's sum waited on") {
+    // The block of the test above (made-up ms, TP4 + SP on h100-sxm-ib) under torch's AsyncTP
+    // (torch.distributed._symmetric_memory: _pipelined_all_gather_and_consume and
+    // _pipelined_produce_and_all2all, each tp chunks beside copy-engine pulls). Forward: fc1
+    // beside the all-gather, max(1.1, 0.5 + 1.1 / 4) - 1.0 = 0.1, and fc2 beside the
+    // reduce-scatter, a ring whatever the precision, max(0.85, 0.6 + 0.85 / 4) - 0.8 = 0.05.
+    // Backward: fc2.dgrad beside the output gradient's all-gather, 0.05 again; the input
+    // gradient's reduce-scatter sums separate matmuls (torchtitan's q / k / v, gate / up),
+    // which Inductor's fuse_matmul_reduce_scatter does not take: its 0.5 ms whole. No second
+    // gather of the input beside the dgrad (the weight gradients read the forward's).
+    const HardwareSpec hw = load_hardware("h100-sxm-ib");
+    Strategy s;
+    s.parallel.tp = 4;
+    s.parallel.sp = true;
+    s.overlap.tp = true;
+    s.overlap.tp_async = true;
+    s.training.separate_linears = true;
+    auto gemm = [](const char* name, const char* phase, double t, double split) {
+      OpEstimate op;
+      op.name = name;
+      op.phase = phase;
+      op.kind = "gemm";
+      op.block = "mlp";
+      op.time_s = t * 1e-3;
+      op.split_s = split * 1e-3;
+      return op;
+    };
+    LayerEstimate layer;
+    layer.ops = {gemm("fc1", "forward", 1.0, 1.1), gemm("fc2", "forward", 0.8, 0.85),
+                 gemm("fc2.dgrad", "input_grad", 0.8, 0.85), gemm("fc2.wgrad", "weight_grad", 0.8, 0),
+                 gemm("fc1.dgrad", "input_grad", 1.0, 0), gemm("fc1.wgrad", "weight_grad", 1.0, 0)};
+    auto tp_op = [](const char* name, const char* phase, double t) {
+      return CommOpEstimate{name, phase, "tp", "ring", t * 1e-3, 0, 0, 1, {}};
+    };
+    const std::vector<CommOpEstimate> ops = {tp_op("mlp.tp_all_gather", "forward", 0.5), tp_op("mlp.tp_reduce_scatter", "forward", 0.6),
+                                             tp_op("mlp.tp_all_gather", "backward", 0.5), tp_op("mlp.tp_reduce_scatter", "backward", 0.6)};
+    cost::TpExposed e = cost::tp_exposed(hw, s, ops, layer);
+    CHECK(e.forward_s == doctest::Approx(0.15e-3));
+    CHECK(e.backward_s == doctest::Approx((0.05 + 0.5) * 1e-3));
+    // A fused projection's dgrad is the one matmul feeding the reduce-scatter: fused, a ring
+    // beside it, max(1.0, 0.5 + 1.0 / 4) - 1.0 = 0.
+    s.training.separate_linears = false;
+    CHECK(cost::tp_exposed(hw, s, ops, layer).backward_s == doctest::Approx(0.05e-3));
+    s.training.separate_linears = true;
+    // Recomputed whole (full recompute), the block's forward exchanges again as in forward.
+    layer.ops.push_back(gemm("fc1", "recompute", 1.0, 1.1));
+    layer.ops.push_back(gemm("fc2", "recompute", 0.8, 0.85));
+    e = cost::tp_exposed(hw, s, ops, layer);
+    CHECK(e.backward_s == doctest::Approx((0.05 + 0.5 + 0.15) * 1e-3));
+  }
+
+  TEST_CASE("overlap.tp async: the shard staged into the symmetric buffer, the partial chunks summed") {
+    // Llama 3 70B's dense layer at TP8 + SP (T = 8192 tokens, h = 8192). Per TP block:
+    // the rank's T / 8 rows of the gathered input copied into its symmetric buffer (read and
+    // write, BF16: 2 x T / 8 x h x 2 B; FP8 when the GEMMs are, torchao casting before the
+    // gather: 1 B), in backward the output gradient's shard likewise (BF16); after the
+    // row-parallel matmul the 8 partial chunks are summed (read T x h, write T / 8 x h, BF16).
+    Plan p{load_hardware("h100-sxm-ib"), load_model("llama3-70b"), Strategy{}};
+    p.strategy.parallel.tp = 8;
+    p.strategy.parallel.sp = true;
+    p.strategy.overlap.tp = true;
+    p.strategy.overlap.tp_async = true;
+    const double T = 8192, h = 8192;
+    for (const Precision precision : {Precision::Bf16, Precision::Fp8}) {
+      p.strategy.training.precision = precision;
+      const auto layers = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+      int stages = 0, sums = 0;
+      for (const model::Layer& l : layers) {
+        if (l.kind != model::LayerKind::Dense) continue;
+        for (const model::Op& o : l.ops) {
+          if (o.name == "tp_async_stage" && o.phase == model::Phase::Forward) {
+            ++stages;
+            CHECK(o.bytes == doctest::Approx(2 * T / 8 * h * (precision == Precision::Fp8 ? 1 : 2)));
+            CHECK(o.bwd_bytes == doctest::Approx(2 * T / 8 * h * 2));
+          }
+          if (o.name == "tp_async_reduce" && o.phase == model::Phase::Forward) {
+            ++sums;
+            CHECK(o.bytes == doctest::Approx((T + T / 8) * h * 2));
+          }
+        }
+      }
+      CHECK(stages == 2);  // attention and MLP
+      CHECK(sums == 2);
+    }
+    p.strategy.overlap.tp_async = false;  // Transformer Engine's overlap has neither
+    for (const model::Layer& l : model::build_layers(p.model, p.strategy, p.hardware, 1.0)) {
+      for (const model::Op& o : l.ops) CHECK(o.name.rfind("tp_async", 0) == std::string::npos);
+    }
+  }
+
   TEST_CASE("overlap.tp splits a block's GEMMs: the whole GEMM's tiles, the weight read per chunk") {
     // Llama 3 70B's dense layer at TP4 + SP on h100-sxm-ib, BF16: the overlapped GEMMs carry
     // split_s, their time with the weight (k x n BF16) read once more per extra chunk; at these
