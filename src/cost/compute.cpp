@@ -135,12 +135,12 @@ static OpTime op_time_uncalibrated(const ComputeModel& cm, const model::Op& op) 
         return surface.at(m, n, k);
       };
       const double mem_bw = cm.mem_bw * cm.gemm_mem_fraction * share;
-      if (op.parts[0] > 0) {
+      if (op.separate) {
         // Separate matmuls (training.linears: separate): each part at its own shape and
         // roofline, its share of the op's FLOP and bytes (A, B and C of m x n x k).
         const double whole = op.m * op.k + op.k * op.n + op.m * op.n;
         double busy = 0;
-        for (double part : op.parts) {
+        for (double part : op.unfused_n) {
           if (part <= 0) continue;
           const double n = op.parts_on_k ? op.n : part, k = op.parts_on_k ? part : op.k;
           const double share_of = n * k / (op.n * op.k);

@@ -109,7 +109,7 @@ void make_separate(const Ctx& c, Op& op) {
   int parts = 0;
   for (double n : op.unfused_n) parts += n > 0 ? 1 : 0;
   if (parts < 2) return;
-  op.parts = op.unfused_n;
+  op.separate = true;
   op.kernels = parts;
   const double unit = op.m * op.k * kAct;
   if (c.s.training.eager_elementwise) {
@@ -608,9 +608,9 @@ void add_op_policy_recompute(std::vector<Op>& ops) {
     Op r = f;
     r.phase = Phase::Recompute;
     set_gemm_n(r, n);
-    r.unfused_n = {};
-    r.parts = f.parts[0] > 0 && count > 1 ? again : std::array<double, 3>{};
-    r.kernels = r.parts[0] > 0 ? count : 1;
+    r.separate = f.separate && count > 1;
+    r.unfused_n = r.separate ? again : std::array<double, 3>{};
+    r.kernels = r.separate ? count : 1;
     ops.push_back(r);
   }
 }

@@ -53,10 +53,10 @@ struct Op {
   /// A GEMM the graph fuses that a module without fusion runs as separate matmuls (q, k, v;
   /// gate, up): their n in the module's order; all 0 = one matmul. Recompute `op` counts them.
   std::array<double, 3> unfused_n{};
-  /// A GEMM that runs as the separate matmuls of `unfused_n` (`training.linears: separate`):
-  /// their extents, along n in the forward and weight-gradient passes and along k in the
-  /// input-gradient pass (`parts_on_k`); all 0 = one matmul.
-  std::array<double, 3> parts{};
+  /// The GEMM runs as the separate matmuls of `unfused_n` (`training.linears: separate`):
+  /// their extents along n in the forward and weight-gradient passes, along k in the
+  /// input-gradient pass (`parts_on_k`).
+  bool separate = false;
   bool parts_on_k = false;
   /// With separate matmuls, what summing their input gradients costs beyond one GEMM's
   /// output: bytes through HBM and kernels of its own (the input-gradient pass adds it as an

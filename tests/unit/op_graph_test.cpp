@@ -453,21 +453,24 @@ TEST_SUITE("model.op_graph") {
     const auto layers = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
     const Layer& d = layer(layers, LayerKind::Dense);
     const Op& qkv = op(d, "qkv_proj");
-    CHECK(qkv.parts == std::array<double, 3>{8 * 128, 128, 128});
+    CHECK(qkv.separate);
+    CHECK(qkv.unfused_n == std::array<double, 3>{8 * 128, 128, 128});
     CHECK(qkv.kernels == 3);
     const cost::ComputeModel cm = cost::make_compute_model(p.hardware, Precision::Bf16);
     auto single = [&](Op o, double n, bool on_k) {
       (on_k ? o.k : o.n) = n;
       o.flops = 2 * o.m * o.n * o.k;
       o.bytes = (o.m * o.k + o.k * o.n + o.m * o.n) * 2;
-      o.parts = {};
+      o.separate = false;
       o.kernels = 1;
       return cost::op_time(cm, o);
     };
     for (const Op* o : {&qkv, &op(d, "qkv_proj.dgrad", Phase::InputGrad), &op(d, "qkv_proj.wgrad", Phase::WeightGrad)}) {
       CAPTURE(o->name);
       double sum = 0;
-      for (double n : o->parts) sum += single(*o, n, o->parts_on_k).time_s;
+      for (double n : o->unfused_n) {
+        if (n > 0) sum += single(*o, n, o->parts_on_k).time_s;
+      }
       CHECK(cost::op_time(cm, *o).time_s == doctest::Approx(sum).epsilon(1e-12));
     }
     CHECK(std::string(single(qkv, 128, false).bound) == "memory");
