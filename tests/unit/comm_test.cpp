@@ -287,6 +287,24 @@ TEST_SUITE("cost.comm") {
     CHECK(c.time_s == doctest::Approx(4029.4e-6).epsilon(0.01));
   }
 
+  TEST_CASE("b200-sxm-ib: the node's all-gather and all-to-all as measured on SimuMax's B200") {
+    // MooreThreads/SimuMax@4dcaae5 configs/system/b200_bf16_ceperm.json, high_intra_node:
+    // all_gather efficient_factor 0.6735 of 900 GiB/s, 9.1828 us per ring step and 23.1049 us
+    // per call; time = 7/8 S / (0.6735 x 900 x 2^30 B/s) + 7 x 9.1828 + 23.1049 us. Llama 3
+    // 70B's TP8 all-gather (4096 tokens x 8192 x 2 B = 64 MiB): 90.23 + 87.38 = 177.6 us, and
+    // the tier adds its one-hop latency (3.33 us) to a measured figure. all_to_all: 0.5968,
+    // 7.3039 us per step, none per call at 8 ranks: 64 MiB in 102.3 + 51.1 = 153.4 us.
+    HardwareSpec hw = load_hardware("b200-sxm-ib");
+    GroupSpan node = place(hw, 8, 1, false);
+    const double S = 64.0 * 1024 * 1024;
+    const double gib = 1024.0 * 1024 * 1024;
+    const CollectiveCost ag = collective(hw, Collective::AllGather, S, node);
+    CHECK(ag.measured);
+    CHECK(ag.time_s == doctest::Approx(7.0 / 8 * S / (0.6735 * 900 * gib) + (7 * 9.1828 + 23.1049 + 3.33) * 1e-6).epsilon(0.01));
+    const CollectiveCost a2a = collective(hw, Collective::AllToAll, S, node);
+    CHECK(a2a.time_s == doctest::Approx(7.0 / 8 * S / (0.5968 * 900 * gib) + (7 * 7.3039 + 3.33) * 1e-6).epsilon(0.01));
+  }
+
   TEST_CASE("ring all-reduce across nodes, one GPU per node: alpha-beta on the NIC") {
     HardwareSpec hw = load_hardware("a100-sxm-ib");
     // DP group of 8 ranks, one per node (stride 8): only the cluster tier is crossed.
@@ -939,12 +957,11 @@ TEST_SUITE("cost.comm") {
     // 1 GiB (0.971): 1 GiB in 3.072 ms plus 3.33 us (the link rate, 450 GB/s, gave 2.46 ms).
     const HardwareSpec h100 = load_hardware("h100-sxm-ib");
     CHECK(send_recv(h100, GiB, 1, false).time_s == doctest::Approx(GiB / (360e9 * 0.971) + 3.33e-6));
-    // B200 (18 links): 18 x 40.1 = 721.8 GB/s for the all-to-all, with the tier's curve at
-    // 1 GiB (0.971): 7/8 GiB in 1.341 ms plus 3.33 us.
+    // B200 (18 links): 18 x 40.1 = 721.8 GB/s for send/recv (its all-gather, reduce-scatter and
+    // all-to-all are SimuMax's measurements, tested above), with the tier's curve at 1 GiB
+    // (0.971): 1 GiB in 1.532 ms plus 3.33 us.
     const HardwareSpec b200 = load_hardware("b200-sxm-ib");
-    const GroupSpan b_node = place(b200, 8, 1, false);
-    CHECK(collective(b200, Collective::AllToAll, GiB, b_node).time_s ==
-          doctest::Approx(7.0 / 8 * GiB / (18 * 40.1e9 * 0.971) + 3.33e-6));
+    CHECK(send_recv(b200, GiB, 1, false).time_s == doctest::Approx(GiB / (18 * 40.1e9 * 0.971) + 3.33e-6));
   }
 
   TEST_CASE("overlap.tp: each TP exchange hides under its own block's GEMMs, at TE's costs") {
