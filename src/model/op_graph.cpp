@@ -117,7 +117,7 @@ void make_separate(const Ctx& c, Op& op) {
     op.grad_sum_kernels = parts - 1;
     return;
   }
-  const bool paired = !(c.s.training.precision == Precision::Fp8 && op.low_precision);
+  const bool paired = !(c.fp8 && op.low_precision);
   const int left = parts - (paired ? 1 : 0);
   double units = paired ? 1.0 : 0.0;
   if (left > 1) {
