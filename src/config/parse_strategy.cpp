@@ -269,27 +269,23 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
     MapReader o(node, diags, "overlap");
     if (auto v = o.boolean("ep")) sp.overlap.ep = *v;
     if (auto v = o.boolean("dp")) sp.overlap.dp = *v;
-    if (const Node* n = o.get("tp")) {
-      // true | false | async (torch's micro-pipelined AsyncTP, Overlap::tp_async)
-      static const EnumNames<int> kTp{{"true", 1}, {"false", 0}, {"async", 2}};
+    // A key that is a boolean or a third, named mode: 0 false, 1 true, 2 the mode.
+    auto boolean_or = [&](const char* key, const char* mode) -> std::optional<int> {
+      const Node* n = o.get(key);
+      if (n == nullptr) return std::nullopt;
+      const EnumNames<int> names{{"true", 1}, {"false", 0}, {mode, 2}};
       const std::optional<bool> b = n->is_scalar() ? boolean_spelling(n->scalar) : std::nullopt;
-      const std::optional<int> v =
-          b ? std::optional<int>(*b ? 1 : 0) : o.scalars().enumeration(*n, o.dotted("tp"), kTp);
-      if (v) {
-        sp.overlap.tp = *v != 0;
-        sp.overlap.tp_async = *v == 2;
-      }
+      return b ? std::optional<int>(*b ? 1 : 0) : o.scalars().enumeration(*n, o.dotted(key), names);
+    };
+    // tp: true | false | async (torch's micro-pipelined AsyncTP, Overlap::tp_async)
+    if (const auto v = boolean_or("tp", "async")) {
+      sp.overlap.tp = *v != 0;
+      sp.overlap.tp_async = *v == 2;
     }
-    if (const Node* n = o.get("pp")) {
-      // true | false | lockstep (torch's per-time-step transfers, Overlap::pp_lockstep)
-      static const EnumNames<int> kPp{{"true", 1}, {"false", 0}, {"lockstep", 2}};
-      const std::optional<bool> b = n->is_scalar() ? boolean_spelling(n->scalar) : std::nullopt;
-      const std::optional<int> v =
-          b ? std::optional<int>(*b ? 1 : 0) : o.scalars().enumeration(*n, o.dotted("pp"), kPp);
-      if (v) {
-        sp.overlap.pp = *v == 1;
-        sp.overlap.pp_lockstep = *v == 2;
-      }
+    // pp: true | false | lockstep (torch's per-time-step transfers, Overlap::pp_lockstep)
+    if (const auto v = boolean_or("pp", "lockstep")) {
+      sp.overlap.pp = *v == 1;
+      sp.overlap.pp_lockstep = *v == 2;
     }
     if (auto v = o.boolean("cp")) sp.overlap.cp = *v;
     o.finish();

@@ -69,6 +69,36 @@ Simulated simulate(int E, int k, int ranks, int rpn, int max_nodes, int tokens, 
   return s;
 }
 
+
+// One MLP block's GEMMs with made-up times in ms (time, time in the overlap's chunks): fc1
+// 1.0 (1.1), fc2 0.8 (0.85); backward fc2.dgrad 0.8 (0.85), fc1.dgrad 1.0, wgrads 0.8 and 1.0.
+OpEstimate block_gemm(const char* name, const char* phase, double t, double split) {
+  OpEstimate op;
+  op.name = name;
+  op.phase = phase;
+  op.kind = "gemm";
+  op.block = "mlp";
+  op.time_s = t * 1e-3;
+  op.split_s = split * 1e-3;
+  return op;
+}
+LayerEstimate mlp_block() {
+  LayerEstimate layer;
+  layer.ops = {block_gemm("fc1", "forward", 1.0, 1.1), block_gemm("fc2", "forward", 0.8, 0.85),
+               block_gemm("fc2.dgrad", "input_grad", 0.8, 0.85), block_gemm("fc2.wgrad", "weight_grad", 0.8, 0),
+               block_gemm("fc1.dgrad", "input_grad", 1.0, 0), block_gemm("fc1.wgrad", "weight_grad", 1.0, 0)};
+  return layer;
+}
+// A TP exchange of the block taking t ms.
+CommOpEstimate tp_op(const char* name, const char* phase, double t) {
+  return CommOpEstimate{name, phase, "tp", "ring", t * 1e-3, 0, 0, 1, {}};
+}
+// Its exchanges: the all-gathers take 0.5 ms, the reduce-scatters 0.6.
+std::vector<CommOpEstimate> mlp_block_exchanges() {
+  return {tp_op("mlp.tp_all_gather", "forward", 0.5), tp_op("mlp.tp_reduce_scatter", "forward", 0.6),
+          tp_op("mlp.tp_all_gather", "backward", 0.5), tp_op("mlp.tp_reduce_scatter", "backward", 0.6)};
+}
+
 }  // namespace
 
 TEST_SUITE("cost.routing") {
@@ -966,35 +996,17 @@ TEST_SUITE("cost.comm") {
 
   TEST_CASE("overlap.tp: each TP exchange hides under its own block's GEMMs, at TE's costs") {
     // By hand, made-up times in ms, one MLP block at TP4 on h100-sxm-ib (132 SMs; its
-    // communication runs on SMs, comm_units 20): fc1 1.0 (in the overlap's chunks 1.1), fc2
-    // 0.8 (0.85); backward fc2.dgrad 0.8 (0.85), fc1.dgrad 1.0, wgrads 0.8 and 1.0. The
-    // all-gathers take 0.5, the reduce-scatters 0.6. Transformer Engine's pipeline and bulk
-    // kernels hold 16 of the 132 SMs: u = 16 / 132.
+    // communication runs on SMs, comm_units 20; mlp_block above): fc1 1.0 (in the overlap's
+    // chunks 1.1), fc2 0.8 (0.85); backward fc2.dgrad 0.8 (0.85), fc1.dgrad 1.0, wgrads 0.8 and
+    // 1.0. The all-gathers take 0.5, the reduce-scatters 0.6. Transformer Engine's pipeline and
+    // bulk kernels hold 16 of the 132 SMs: u = 16 / 132.
     const HardwareSpec hw = load_hardware("h100-sxm-ib");
     Strategy s;
     s.parallel.tp = 4;
     s.parallel.sp = true;
     s.overlap.tp = true;
-    auto gemm = [](const char* name, const char* phase, double t, double split, bool fp8 = false) {
-      OpEstimate op;
-      op.name = name;
-      op.phase = phase;
-      op.kind = "gemm";
-      op.block = "mlp";
-      op.time_s = t * 1e-3;
-      op.split_s = split * 1e-3;
-      op.fp8 = fp8;
-      return op;
-    };
-    LayerEstimate layer;
-    layer.ops = {gemm("fc1", "forward", 1.0, 1.1), gemm("fc2", "forward", 0.8, 0.85),
-                 gemm("fc2.dgrad", "input_grad", 0.8, 0.85), gemm("fc2.wgrad", "weight_grad", 0.8, 0),
-                 gemm("fc1.dgrad", "input_grad", 1.0, 0), gemm("fc1.wgrad", "weight_grad", 1.0, 0)};
-    auto tp_op = [](const char* name, const char* phase, double t) {
-      return CommOpEstimate{name, phase, "tp", "ring", t * 1e-3, 0, 0, 1, {}};
-    };
-    std::vector<CommOpEstimate> ops = {tp_op("mlp.tp_all_gather", "forward", 0.5), tp_op("mlp.tp_reduce_scatter", "forward", 0.6),
-                                       tp_op("mlp.tp_all_gather", "backward", 0.5), tp_op("mlp.tp_reduce_scatter", "backward", 0.6)};
+    LayerEstimate layer = mlp_block();
+    std::vector<CommOpEstimate> ops = mlp_block_exchanges();
     const double u = 16.0 / 132;
     // Forward. fc1 beside the ring-exchanged all-gather: max(1.1, 0.5 + 1.1 / 4) - 1.0 = 0.1.
     // fc2 (BF16) in the 4-chunk pipeline on 116 SMs: G = 0.85 / (1 - u); max(G + 0.6 / 4,
@@ -1034,13 +1046,13 @@ TEST_SUITE("cost.comm") {
     CHECK(e.backward_s == doctest::Approx(0.7e-3));
     // Part of a block recomputed (its first GEMM alone, as MLA's up-projections are from the
     // gathered latents) exchanges nothing again.
-    layer.ops.push_back(gemm("fc1", "recompute", 1.0, 0));
+    layer.ops.push_back(block_gemm("fc1", "recompute", 1.0, 0));
     e = cost::tp_exposed(hw, s, ops, layer);
     CHECK(e.backward_s == doctest::Approx((0.05 + 1.0 + u * 0.5) * 1e-3));
     // A block recomputed whole in the backward (full recompute: its GEMMs run again, phase
     // recompute) exchanges again there as its forward did: + 2.0 + 0.6 = 2.6 ms without the
     // overlap, + the forward's cost with it, + 0.7 for the all-reduce.
-    layer.ops.push_back(gemm("fc2", "recompute", 0.8, 0));
+    layer.ops.push_back(block_gemm("fc2", "recompute", 0.8, 0));
     s.overlap.tp = false;
     e = cost::tp_exposed(hw, s, ops, layer);
     CHECK(e.backward_s == doctest::Approx((1.1 + 2.6) * 1e-3));
@@ -1086,25 +1098,8 @@ TEST_SUITE("cost.comm") {
     s.overlap.tp = true;
     s.overlap.tp_async = true;
     s.training.separate_linears = true;
-    auto gemm = [](const char* name, const char* phase, double t, double split) {
-      OpEstimate op;
-      op.name = name;
-      op.phase = phase;
-      op.kind = "gemm";
-      op.block = "mlp";
-      op.time_s = t * 1e-3;
-      op.split_s = split * 1e-3;
-      return op;
-    };
-    LayerEstimate layer;
-    layer.ops = {gemm("fc1", "forward", 1.0, 1.1), gemm("fc2", "forward", 0.8, 0.85),
-                 gemm("fc2.dgrad", "input_grad", 0.8, 0.85), gemm("fc2.wgrad", "weight_grad", 0.8, 0),
-                 gemm("fc1.dgrad", "input_grad", 1.0, 0), gemm("fc1.wgrad", "weight_grad", 1.0, 0)};
-    auto tp_op = [](const char* name, const char* phase, double t) {
-      return CommOpEstimate{name, phase, "tp", "ring", t * 1e-3, 0, 0, 1, {}};
-    };
-    const std::vector<CommOpEstimate> ops = {tp_op("mlp.tp_all_gather", "forward", 0.5), tp_op("mlp.tp_reduce_scatter", "forward", 0.6),
-                                             tp_op("mlp.tp_all_gather", "backward", 0.5), tp_op("mlp.tp_reduce_scatter", "backward", 0.6)};
+    LayerEstimate layer = mlp_block();
+    const std::vector<CommOpEstimate> ops = mlp_block_exchanges();
     cost::TpExposed e = cost::tp_exposed(hw, s, ops, layer);
     CHECK(e.forward_s == doctest::Approx(0.15e-3));
     CHECK(e.backward_s == doctest::Approx((0.05 + 0.5) * 1e-3));
@@ -1114,8 +1109,8 @@ TEST_SUITE("cost.comm") {
     CHECK(cost::tp_exposed(hw, s, ops, layer).backward_s == doctest::Approx(0.05e-3));
     s.training.separate_linears = true;
     // Recomputed whole (full recompute), the block's forward exchanges again as in forward.
-    layer.ops.push_back(gemm("fc1", "recompute", 1.0, 1.1));
-    layer.ops.push_back(gemm("fc2", "recompute", 0.8, 0.85));
+    layer.ops.push_back(block_gemm("fc1", "recompute", 1.0, 1.1));
+    layer.ops.push_back(block_gemm("fc2", "recompute", 0.8, 0.85));
     e = cost::tp_exposed(hw, s, ops, layer);
     CHECK(e.backward_s == doctest::Approx((0.05 + 0.5 + 0.15) * 1e-3));
   }
