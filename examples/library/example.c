@@ -15,7 +15,7 @@ int main(void) {
   const char* strategy =
       "nodes: 256\n"
       "parallel: {pp: 16, dp: 128, ep: 64}\n"
-      "training: {micro_batch: 1, global_batch: 3840, precision: fp8, recompute: full}\n"
+      "training: {micro_batch: 1, global_batch: 15360, precision: fp8, recompute: full}\n"
       "moe: {dispatch: deepep}\n"
       "schedule: dualpipe\n";
   if (paraplan_evaluate(planner, strategy, &json, &error) != PARAPLAN_OK) {
@@ -30,7 +30,7 @@ int main(void) {
   const char* space =
       "nodes: [256]\n"
       "parallel: {tp: 1, pp: [8, 16], ep: [32, 64]}\n"
-      "training: {micro_batch: [1, 2], global_batch: 3840, recompute: [full], precision: fp8}\n"
+      "training: {micro_batch: [1, 2], global_batch: 15360, recompute: [full], precision: fp8}\n"
       "moe: {dispatch: [alltoall, deepep]}\n";
   paraplan_status status = paraplan_search(planner, space, 3, 0, &json, &error);
   if (status == PARAPLAN_OK || status == PARAPLAN_INFEASIBLE) {

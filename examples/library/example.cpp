@@ -9,14 +9,15 @@ int main() {
     paraplan::Planner planner(paraplan::load_hardware("h800-ib"), paraplan::load_model("deepseek-v3"));
 
     // A strategy built in code, DeepSeek-V3's own layout: 256 nodes of 8 H800 (2048 GPUs),
-    // PP16 x DP128, EP64 with DeepEP, DualPipe.
+    // PP16 x DP128, EP64 with DeepEP, DualPipe, its batch of 15360 sequences (120 micro-batches
+    // per rank; DualPipe runs at least 2 x pp).
     paraplan::Strategy s;
     s.nodes = 256;
     s.parallel.pp = 16;
     s.parallel.dp = 128;
     s.parallel.ep = 64;
     s.training.micro_batch = 1;
-    s.training.global_batch = 3840;
+    s.training.global_batch = 15360;
     s.training.precision = paraplan::Precision::Fp8;
     s.training.recompute.mode = paraplan::RecomputeMode::Full;
     s.moe.dispatch = paraplan::Dispatch::DeepEp;
@@ -31,7 +32,7 @@ int main() {
     paraplan::SearchSpace space = paraplan::parse_search_space(
         "nodes: [256]\n"
         "parallel: {tp: 1, pp: [8, 16], ep: [32, 64]}\n"
-        "training: {micro_batch: [1, 2], global_batch: 3840, recompute: [full], precision: fp8}\n"
+        "training: {micro_batch: [1, 2], global_batch: 15360, recompute: [full], precision: fp8}\n"
         "moe: {dispatch: [alltoall, deepep]}\n"
         "schedule: [1f1b, dualpipe]\n",
         "space.yaml");

@@ -2,6 +2,7 @@
 // Megatron-LM rank layout: TP innermost, then CP, EP within the DP x CP x TP ranks of a
 // stage, DP, and PP outermost.
 
+#include <algorithm>
 #include <string>
 
 #include "config/pipeline_layout.hpp"
@@ -144,6 +145,22 @@ void check(const Strategy& s, const HardwareSpec& hw, const ModelSpec& m, FailWi
          "global_batch " + str(s.training.global_batch) +
              " is not a multiple of dp x micro_batch x pipeline_runs = " + str(per_step) + " x " +
              str(s.training.pipeline_runs) + ": every run of the schedule takes the same micro-batches");
+  }
+  // DualPipe feeds half of a run's micro-batches from each end and runs only with at least
+  // two per rank, an even number; DualPipeV with at least two per rank
+  // (deepseek-ai/DualPipe@030ce43 dualpipe/dualpipe.py and dualpipe/dualpipev.py, step():
+  // `num_chunks % 2 == 0 and num_chunks >= num_ranks * 2`, `num_chunks >= num_ranks * 2`).
+  if ((s.schedule == Schedule::DualPipe || s.schedule == Schedule::DualPipeV) && per_step > 0 &&
+      s.training.global_batch % per_step == 0) {
+    const long long runs = std::max(1, s.training.pipeline_runs);
+    const long long run = s.training.global_batch / per_step / runs;
+    const bool dual = s.schedule == Schedule::DualPipe;
+    if (run < 2LL * p.pp || (dual && run % 2 != 0)) {
+      fail("dualpipe_micro_batches", "training.global_batch",
+           std::string(dual ? "DualPipe" : "DualPipeV") + " runs " + (dual ? "an even number of " : "") +
+               "at least 2 x pp = " + str(2LL * p.pp) + " micro-batches per run of the schedule; global_batch / (dp x micro_batch" +
+               (runs > 1 ? " x pipeline_runs" : "") + ") gives " + str(run));
+    }
   }
   const int seq = s.training.seq_len > 0 ? s.training.seq_len : m.seq_len;
   if (p.cp > 1 && seq % (2 * p.cp) != 0) {

@@ -70,7 +70,7 @@ bool leaks(const std::string& message) {
 
 const char* kStrategy =
     "nodes: 256\nparallel: {pp: 16, dp: 128, ep: 64}\n"
-    "training: {micro_batch: 1, global_batch: 3840, precision: fp8, recompute: full}\n"
+    "training: {micro_batch: 1, global_batch: 15360, precision: fp8, recompute: full}\n"
     "moe: {dispatch: deepep}\nschedule: dualpipe\n";
 
 }  // namespace

@@ -349,6 +349,21 @@ TEST_SUITE("config.rules") {
     s.training.global_batch = 961;  // 961 % (8 x 2) = 1
     CHECK(rules_of(check_rules(s, hw, ds)) == std::vector<std::string>{"batch_dp"});
 
+    // DualPipe's step() asserts an even number of micro-batches, at least 2 x pp; DualPipeV's
+    // at least 2 x pp (deepseek-ai/DualPipe@030ce43 dualpipe.py, dualpipev.py). pp 16: 32.
+    s = row1();
+    s.schedule = Schedule::DualPipe;  // 960 / (8 x 2) = 60 micro-batches
+    CHECK(check_rules(s, hw, ds).empty());
+    s.training.global_batch = 480;  // 30 < 32
+    CHECK(rules_of(check_rules(s, hw, ds)) == std::vector<std::string>{"dualpipe_micro_batches"});
+    s.training.global_batch = 528;  // 33 >= 32 but odd: DualPipe no, DualPipeV yes
+    CHECK(rules_of(check_rules(s, hw, ds)) == std::vector<std::string>{"dualpipe_micro_batches"});
+    s.schedule = Schedule::DualPipeV;
+    CHECK(check_rules(s, hw, ds).empty());
+    s.training.global_batch = 960;
+    s.training.pipeline_runs = 2;  // 30 per run of the schedule
+    CHECK(rules_of(check_rules(s, hw, ds)) == std::vector<std::string>{"dualpipe_micro_batches"});
+
     s = row1();
     s.parallel.vpp = 2;  // vpp needs the interleaved schedule
     CHECK(rules_of(check_rules(s, hw, ds)) == std::vector<std::string>{"vpp_schedule"});
