@@ -7,6 +7,7 @@
 
 #include "config/pipeline_layout.hpp"
 #include "paraplan/spec.hpp"
+#include "schedule/layout.hpp"
 
 namespace paraplan {
 
@@ -152,8 +153,8 @@ void check(const Strategy& s, const HardwareSpec& hw, const ModelSpec& m, FailWi
   // `num_chunks % 2 == 0 and num_chunks >= num_ranks * 2`, `num_chunks >= num_ranks * 2`).
   if ((s.schedule == Schedule::DualPipe || s.schedule == Schedule::DualPipeV) && per_step > 0 &&
       s.training.global_batch % per_step == 0) {
-    const long long runs = std::max(1, s.training.pipeline_runs);
-    const long long run = s.training.global_batch / per_step / runs;
+    const int runs = schedule::pipeline_runs(s);
+    const long long run = schedule::run_micro_batches(s);
     const bool dual = s.schedule == Schedule::DualPipe;
     if (run < 2LL * p.pp || (dual && run % 2 != 0)) {
       fail("dualpipe_micro_batches", "training.global_batch",

@@ -1,7 +1,9 @@
 #include "cost/compute.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -135,35 +137,28 @@ static OpTime op_time_uncalibrated(const ComputeModel& cm, const model::Op& op) 
         return surface.at(m, n, k);
       };
       const double mem_bw = cm.mem_bw * cm.gemm_mem_fraction * share;
-      if (op.separate) {
-        // Separate matmuls (training.linears: separate): each part at its own shape and
-        // roofline, its share of the op's FLOP and bytes (A, B and C of m x n x k).
-        const double whole = op.m * op.k + op.k * op.n + op.m * op.n;
-        double busy = 0;
-        for (double part : op.unfused_n) {
-          if (part <= 0) continue;
-          const double n = op.parts_on_k ? op.n : part, k = op.parts_on_k ? part : op.k;
-          const double share_of = n * k / (op.n * op.k);
-          const double part_kernel = op.flops * share_of / (peak * efficiency(n, k));
-          const double part_memory = op.bytes * (op.m * k + k * n + op.m * n) / whole / mem_bw;
-          kernel_s += part_kernel;
-          memory_s += part_memory;
-          busy += std::max(part_kernel, part_memory);
-        }
-        t.efficiency = op.flops / (peak * kernel_s);
-        t.time_s = busy + kernels * cm.overhead_s;
-        t.achieved = op.flops / t.time_s;
-        t.bound = memory_s > kernel_s ? "memory" : "compute";
-        if (kernels * cm.overhead_s > busy) t.bound = "launch";
-        return t;
+      // Each matmul at its own shape and roofline: separate linears (training.linears:
+      // separate) run one per part, with its share of the op's FLOP and of its bytes (A, B and
+      // C of m x n x k); any other GEMM is its one part.
+      const std::array<double, 1> whole_op{op.parts_on_k ? op.k : op.n};
+      const std::span<const double> parts = op.separate ? std::span<const double>(op.unfused_n) : whole_op;
+      const double whole = op.m * op.k + op.k * op.n + op.m * op.n;
+      double busy = 0;
+      for (double part : parts) {
+        if (op.separate && part <= 0) continue;
+        const double n = op.parts_on_k ? op.n : part, k = op.parts_on_k ? part : op.k;
+        t.efficiency = efficiency(n, k);
+        const double part_kernel = op.flops * (op.separate ? n * k / (op.n * op.k) : 1.0) / (peak * t.efficiency);
+        const double part_memory = op.bytes * (op.separate ? (op.m * k + k * n + op.m * n) / whole : 1.0) / mem_bw;
+        kernel_s += part_kernel;
+        memory_s += part_memory;
+        busy += std::max(part_kernel, part_memory);
       }
-      t.efficiency = efficiency(op.n, op.k);
-      kernel_s = op.flops / (peak * t.efficiency);
-      memory_s = op.bytes / mem_bw;
-      t.time_s = std::max(kernel_s, memory_s) + kernels * cm.overhead_s;
+      if (op.separate) t.efficiency = op.flops / (peak * kernel_s);
+      t.time_s = busy + kernels * cm.overhead_s;
       t.achieved = op.flops / t.time_s;
       t.bound = memory_s > kernel_s ? "memory" : "compute";
-      if (kernels * cm.overhead_s > std::max(kernel_s, memory_s)) t.bound = "launch";
+      if (kernels * cm.overhead_s > busy) t.bound = "launch";
       return t;
     }
     case OpKind::Attention: {
@@ -287,22 +282,6 @@ OpTime op_time(const ComputeModel& cm, const model::Op& op) {
 namespace paraplan {
 namespace {
 
-// The tensor-parallel block a GEMM belongs to: the TP exchanges of its block (layer_comm)
-// can hide under it with overlap.tp. MLA's down-projections are not in it: replicated, they
-// run on the sequence-parallel rows before the latents are gathered (Megatron-Core's
-// MLASelfAttention), so nothing of the exchange can hide under them.
-const char* tp_block(const model::Op& op) {
-  if (op.kind != model::OpKind::Gemm) return "";
-  if (op.name.rfind("q_a_proj", 0) == 0 || op.name.rfind("kv_a_proj", 0) == 0) return "";
-  switch (op.module) {
-    case model::Module::AttnProj:
-    case model::Module::MlaUpProj: return "attention";
-    case model::Module::Mlp: return "mlp";
-    case model::Module::SharedExperts: return "shared_experts";
-    default: return "";
-  }
-}
-
 // A GEMM run as `chunks` GEMMs of m / chunks rows each, as a TP overlap pipelines it: every
 // chunk is a kernel of its own and reads the whole weight. Transformer Engine issues the
 // chunks round-robin on min(3, chunks) compute streams (NVTE_COMM_OVERLAP_MAX_STREAMS,
@@ -332,7 +311,7 @@ double split_time(const cost::ComputeModel& cm, const model::Op& op, int chunks)
 void split_tp_gemms(const cost::ComputeModel& cm, const std::vector<model::Op>& ops, LayerEstimate& le, int tp,
                     bool async) {
   constexpr int kPipelineSplits = 4;
-  for (std::size_t i = 0; i < ops.size(); ++i) le.ops[i].block = tp_block(ops[i]);
+  for (std::size_t i = 0; i < ops.size(); ++i) le.ops[i].block = model::tp_block(ops[i]);
   if (tp <= 1) return;
   const std::vector<cost::TpBlockGemms> blocks = cost::tp_block_gemms(le);
   for (std::size_t i = 0; i < ops.size(); ++i) {

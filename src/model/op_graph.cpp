@@ -213,13 +213,17 @@ void add_attention(const Ctx& c, std::vector<Op>& ops) {
     // sequence shard (Megatron-Core MLA).
     const double Td = c.t_sp;
     if (a.q_lora_rank > 0) {
-      ops.push_back(gemm("q_a_proj", Module::AttnProj, Td, a.q_lora_rank, h));
+      Op q_a = gemm("q_a_proj", Module::AttnProj, Td, a.q_lora_rank, h);
+      q_a.replicated = true;
+      ops.push_back(q_a);
       ops.push_back(norm(c, "q_a_norm", Td, a.q_lora_rank));
       ops.push_back(gemm("q_b_proj", Module::MlaUpProj, T, heads * dqk, a.q_lora_rank));
     } else {
       ops.push_back(gemm("q_proj", Module::AttnProj, T, heads * dqk, h));
     }
-    ops.push_back(gemm("kv_a_proj", Module::AttnProj, Td, a.kv_lora_rank + a.qk_rope_head_dim, h));
+    Op kv_a = gemm("kv_a_proj", Module::AttnProj, Td, a.kv_lora_rank + a.qk_rope_head_dim, h);
+    kv_a.replicated = true;
+    ops.push_back(kv_a);
     ops.push_back(norm(c, "kv_a_norm", Td, a.kv_lora_rank));
     ops.push_back(gemm("kv_b_proj", Module::MlaUpProj, T, heads * (a.qk_nope_head_dim + dv),
                        a.kv_lora_rank));
@@ -500,30 +504,28 @@ void add_transformer_layer(const Ctx& c, std::vector<Op>& ops, bool moe, const s
 // that torchao's casts sit in), not from more framework operators: they are counted as the
 // extra read, not as launches that each cost the framework's host time per launch.
 // With sequence parallelism a tensor that is all-gathered across the TP group before its
-// GEMM (a column-parallel GEMM's input forward, a row-parallel GEMM's output gradient
-// backward) is quantized on the rank's own shard, 1 / tp of its rows, and gathered in FP8
-// (Transformer Engine's gather_along_first_dim with the input / grad-output quantizer;
-// torchao's PrepareFloat8ModuleInput and the row-wise style's backward cast before the
-// redistribute); the column-wise copy for the weight gradient is a transpose of the gathered
-// FP8 tensor: read 1 B, write 1 B per element of all its rows.
-bool ends_with(std::string_view s, std::string_view tail) {
-  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
-}
-bool tp_gathered_input(const Op& op) {
-  switch (op.module) {
-    case Module::AttnProj: return ends_with(op.name, "qkv_proj") || ends_with(op.name, "q_proj");
-    case Module::MlaUpProj: return true;  // q_b_proj, kv_b_proj on the gathered latents
-    case Module::Mlp:
-    case Module::SharedExperts: return ends_with(op.name, "up_proj");  // gate_up_proj, up_proj
-    default: return false;
-  }
-}
-bool tp_gathered_grad(const Op& op) {
-  return (op.module == Module::AttnProj && ends_with(op.name, "o_proj")) ||
-         ((op.module == Module::Mlp || op.module == Module::SharedExperts) && ends_with(op.name, "down_proj"));
-}
-
+// GEMM (a TP block's column-parallel GEMMs' input forward, its row-parallel GEMM's output
+// gradient backward; tp_block) is quantized on the rank's own shard, 1 / tp of its rows, and
+// gathered in FP8 (Transformer Engine's gather_along_first_dim with the input / grad-output
+// quantizer; torchao's PrepareFloat8ModuleInput and the row-wise style's backward cast before
+// the redistribute); the column-wise copy for the weight gradient is a transpose of the
+// gathered FP8 tensor: read 1 B, write 1 B per element of all its rows.
 void add_fp8_casts(std::vector<Op>& ops, Fp8Recipe recipe, double sp_tp) {
+  // Each TP block's row-parallel GEMM: its last forward GEMM.
+  std::vector<std::pair<std::string_view, std::size_t>> rows;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const std::string_view block = tp_block(ops[i]);
+    if (block.empty()) continue;
+    auto it = std::find_if(rows.begin(), rows.end(), [&](const auto& r) { return r.first == block; });
+    if (it == rows.end()) {
+      rows.emplace_back(block, i);
+    } else {
+      it->second = i;
+    }
+  }
+  auto is_row = [&](std::size_t i) {
+    return std::any_of(rows.begin(), rows.end(), [&](const auto& r) { return r.second == i; });
+  };
   std::vector<Op> out;
   out.reserve(ops.size() * 2);
   const bool amax_pass = recipe == Fp8Recipe::Tensorwise;
@@ -532,16 +534,16 @@ void add_fp8_casts(std::vector<Op>& ops, Fp8Recipe recipe, double sp_tp) {
   // a gathered tensor: quantized row-wise on the shard (all but the column-wise write), the
   // column-wise copy transposed from the gathered FP8 rows
   auto gathered_bytes = [&](double elems) { return elems / sp_tp * (cast_bytes - 1.0) + elems * 2.0; };
-  for (const Op& op : ops) {
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
     if ((op.kind == OpKind::Gemm || op.kind == OpKind::GroupedGemm) && op.low_precision) {
-      const double rows = op.quantized_rows > 0 ? op.quantized_rows : op.m * op.groups;
-      const double in = rows * op.k;
+      const double quantized = op.quantized_rows > 0 ? op.quantized_rows : op.m * op.groups;
+      const double in = quantized * op.k;
       const double grad = op.m * op.n * op.groups;
-      const bool sp = sp_tp > 1;
+      const bool sp = sp_tp > 1, block = *tp_block(op) != '\0', row = block && is_row(i);
       // Row-wise and column-wise (transposed) copies: two kernels each way.
-      Op cast = memory(op.name + ".fp8_cast", op.module,
-                       sp && tp_gathered_input(op) ? gathered_bytes(in) : in * cast_bytes,
-                       sp && tp_gathered_grad(op) ? gathered_bytes(grad) : grad * cast_bytes, MemClass::Cast, 2);
+      Op cast = memory(op.name + ".fp8_cast", op.module, sp && block && !row ? gathered_bytes(in) : in * cast_bytes,
+                       sp && row ? gathered_bytes(grad) : grad * cast_bytes, MemClass::Cast, 2);
       cast.per_die = op.per_die;
       out.push_back(std::move(cast));
     }
@@ -698,6 +700,17 @@ Tokens tokens_of(const ModelSpec& m, const Strategy& s, const HardwareSpec& hw, 
     t.per_expert_slowest = t.per_expert * std::max(1.0, expert_load);
   }
   return t;
+}
+
+const char* tp_block(const Op& op) {
+  if (op.kind != OpKind::Gemm || op.replicated) return "";
+  switch (op.module) {
+    case Module::AttnProj:
+    case Module::MlaUpProj: return "attention";
+    case Module::Mlp: return "mlp";
+    case Module::SharedExperts: return "shared_experts";
+    default: return "";
+  }
 }
 
 std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const HardwareSpec& hw,

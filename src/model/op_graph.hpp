@@ -41,6 +41,9 @@ struct Op {
   /// torchtitan's op policy takes this op's result from the forward's cache (a reduce-scatter's
   /// output is in its `_save_list`), so the op does not run again in its backward.
   bool kept_by_op_policy = false;
+  /// Replicated across the TP ranks, outside its module's TP block (MLA's down-projections,
+  /// on the sequence-parallel rows before the latents are gathered).
+  bool replicated = false;
   /// Captured in a CUDA graph (training.cuda_graphs): replayed by one launch of the graph,
   /// not issued by the host kernel by kernel.
   bool graphed = false;
@@ -92,6 +95,14 @@ inline bool fp8_gemms(Precision precision, const DeviceSpec& device) {
 Tokens tokens_of(const ModelSpec& m, const Strategy& s, const HardwareSpec& hw, double expert_load);
 
 /// Layer kinds the model has (dense, MoE, embedding, head, MTP), each with its ops.
+/// The tensor-parallel block a GEMM belongs to ("attention", "mlp", "shared_experts"; "" for
+/// none): its input is all-gathered before the block's first GEMMs (column-parallel) and its
+/// last forward GEMM's output (row-parallel) reduce-scattered after, and with overlap.tp the
+/// block's exchanges hide under its GEMMs. MLA's down-projections are not in it: replicated,
+/// they run on the sequence-parallel rows before the latents are gathered (Megatron-Core's
+/// MLASelfAttention).
+const char* tp_block(const Op& op);
+
 std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const HardwareSpec& hw,
                                 double expert_load);
 
