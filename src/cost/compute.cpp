@@ -140,13 +140,14 @@ static OpTime op_time_uncalibrated(const ComputeModel& cm, const model::Op& op) 
       // Each matmul at its own shape and roofline: separate linears (training.linears:
       // separate) run one per part, with its share of the op's FLOP and of its bytes (A, B and
       // C of m x n x k); any other GEMM is its one part.
-      const std::array<double, 1> whole_op{op.parts_on_k ? op.k : op.n};
+      const bool on_k = op.phase == model::Phase::InputGrad;  // dX = dY W^T: the parts split k
+      const std::array<double, 1> whole_op{on_k ? op.k : op.n};
       const std::span<const double> parts = op.separate ? std::span<const double>(op.unfused_n) : whole_op;
       const double whole = op.m * op.k + op.k * op.n + op.m * op.n;
       double busy = 0;
       for (double part : parts) {
         if (op.separate && part <= 0) continue;
-        const double n = op.parts_on_k ? op.n : part, k = op.parts_on_k ? part : op.k;
+        const double n = on_k ? op.n : part, k = on_k ? part : op.k;
         t.efficiency = efficiency(n, k);
         const double part_kernel = op.flops * (op.separate ? n * k / (op.n * op.k) : 1.0) / (peak * t.efficiency);
         const double part_memory = op.bytes * (op.separate ? (op.m * k + k * n + op.m * n) / whole : 1.0) / mem_bw;

@@ -643,7 +643,6 @@ void add_backward(std::vector<Op>& ops, const Recompute& recompute, bool recompu
         dx.name = f.name + ".dgrad";
         dx.n = f.k;
         dx.k = f.n;
-        dx.parts_on_k = true;
         ops.push_back(dx);
         if (f.grad_sum_bytes > 0) {
           Op sum = memory(f.name + ".dgrad_sum", f.module, f.grad_sum_bytes, 0, MemClass::Elementwise,

@@ -58,9 +58,8 @@ struct Op {
   std::array<double, 3> unfused_n{};
   /// The GEMM runs as the separate matmuls of `unfused_n` (`training.linears: separate`):
   /// their extents along n in the forward and weight-gradient passes, along k in the
-  /// input-gradient pass (`parts_on_k`).
+  /// input-gradient pass (whose k is the forward's n).
   bool separate = false;
-  bool parts_on_k = false;
   /// With separate matmuls, what summing their input gradients costs beyond one GEMM's
   /// output: bytes through HBM and kernels of its own (the input-gradient pass adds it as an
   /// op `<name>.dgrad_sum`).
