@@ -501,6 +501,15 @@ struct Training {
   /// FP32 (Megatron-LM --accumulate-allreduce-grads-in-fp32 off, NeMo grad_reduce_in_fp32
   /// false). `training.grad_precision: bf16`.
   bool bf16_grads = false;
+  /// Gradients reduced after every micro-batch rather than accumulated to the end of the
+  /// step (or of a run of the pipeline schedule): FSDP without no_sync, its default
+  /// (torch FSDP2 requires_gradient_sync and reshard_after_backward, left on when torch's
+  /// pipelining stage module is not itself an FSDP module). Each micro-batch's backward
+  /// reduce-scatters (all-reduces without ZeRO) its gradients and reshards the parameters, so
+  /// the next micro-batch gathers them again: once with ZeRO 1-2 (the forward keeps them for
+  /// the backward, FSDP2 reshard_after_forward=False), twice with ZeRO-3.
+  /// `training.grad_sync: micro_batch` (default `run`).
+  bool grad_sync_micro_batch = false;
   /// Per-layer CUDA graphs (Megatron-Core / Transformer Engine cuda_graph_impl): each
   /// transformer layer's kernels up to a host synchronisation are captured and replayed as
   /// one graph launch per pass (a dropless MoE layer: attention, router and dispatch
@@ -653,6 +662,7 @@ struct SearchSpace {
   bool fp8_storage = false;        ///< training.fp8_storage
   Choice<bool> fp8_params;         ///< training.fp8_params (false when absent; auto: false and, with fp8, true)
   bool bf16_grads = false;         ///< training.grad_precision: bf16
+  bool grad_sync_micro_batch = false;  ///< training.grad_sync: micro_batch
   bool cuda_graphs = false;        ///< training.cuda_graphs
   bool repeat_kv = false;          ///< training.repeat_kv
   bool separate_linears = false;   ///< training.linears: separate

@@ -232,6 +232,9 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
     if (auto v = t.enumeration("grad_precision", EnumNames<bool>{{"fp32", false}, {"bf16", true}})) {
       sp.bf16_grads = *v;
     }
+    if (auto v = t.enumeration("grad_sync", EnumNames<bool>{{"run", false}, {"micro_batch", true}})) {
+      sp.grad_sync_micro_batch = *v;
+    }
     if (auto v = t.boolean("repeat_kv")) sp.repeat_kv = *v;
     if (auto v = t.enumeration("linears", EnumNames<bool>{{"fused", false}, {"separate", true}})) {
       sp.separate_linears = *v;
@@ -344,6 +347,7 @@ Strategy read_strategy(const Node& root, Diags& diags) {
   s.training.fp8_storage = sp.fp8_storage;
   s.training.fp8_params = first_or(sp.fp8_params, false);
   s.training.bf16_grads = sp.bf16_grads;
+  s.training.grad_sync_micro_batch = sp.grad_sync_micro_batch;
   s.training.cuda_graphs = sp.cuda_graphs;
   s.training.repeat_kv = sp.repeat_kv;
   s.training.separate_linears = sp.separate_linears;

@@ -275,6 +275,10 @@ std::string megatron(const Plan& plan) {
     if (t.fp8_weights_only()) arg("--fp8-param-gather");
   }
   if (t.bf16_grads) arg("--grad-reduce-in-bf16");
+  if (t.grad_sync_micro_batch) {
+    lost.push_back("training.grad_sync micro_batch (Megatron-LM accumulates the main gradients over a "
+                   "step's micro-batches and reduces them once)");
+  }
   // Per-layer graphs: a dense layer whole (no module list), a dropless MoE layer up to its
   // host sync (NVIDIA/Megatron-LM@d98e8a64dd megatron/core/transformer/enums.py,
   // CudaGraphModule).
@@ -627,6 +631,9 @@ std::string torchtitan(const Plan& plan) {
   o.add("mixed_precision_reduce = \"float32\"");
   if (t.bf16_grads)
     lost.push_back("training.grad_precision bf16 (torchtitan reduces gradients in FP32)");
+  if (t.grad_sync_micro_batch && p.pp > 1)
+    lost.push_back("training.grad_sync micro_batch (torchtitan's pipeline stages are FSDP modules, "
+                   "so torch's pipelining reduces their gradients once per run of the schedule)");
   if (t.precision == Precision::Fp8 && t.fp8_recipe != Fp8Recipe::Tensorwise)
     lost.push_back("training.fp8_recipe " + std::string(spelling(config::kFp8RecipeNames, t.fp8_recipe)) +
                    " (torchao's Float8 linear scales each tensor from its own amax: tensorwise)");

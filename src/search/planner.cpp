@@ -800,6 +800,7 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
   base.moe.gate_at_swiglu = sp.gate_at_swiglu;
   base.training.fp8_storage = sp.fp8_storage;
   base.training.bf16_grads = sp.bf16_grads;
+  base.training.grad_sync_micro_batch = sp.grad_sync_micro_batch;
   base.training.cuda_graphs = sp.cuda_graphs;
   base.training.pipeline_runs = sp.pipeline_runs;
   base.training.repeat_kv = sp.repeat_kv;
@@ -1023,7 +1024,7 @@ std::string search_key(const SearchSpace& sp, const SearchOptions& o) {
     raw(k, v);
   }
   for (bool v : {sp.embedding_in_split, sp.loss_in_split, sp.unfused_attention, sp.eager_elementwise, sp.fp8_storage,
-                 sp.bf16_grads, sp.cuda_graphs, sp.repeat_kv, sp.separate_linears, sp.fp8_dispatch, sp.gate_at_swiglu, sp.overlap.ep, sp.overlap.dp, sp.overlap.tp,
+                 sp.bf16_grads, sp.grad_sync_micro_batch, sp.cuda_graphs, sp.repeat_kv, sp.separate_linears, sp.fp8_dispatch, sp.gate_at_swiglu, sp.overlap.ep, sp.overlap.dp, sp.overlap.tp,
                  sp.overlap.pp, sp.overlap.pp_lockstep, sp.overlap.tp_async, sp.overlap.cp, o.keep_all}) {
     raw(k, v);
   }

@@ -257,6 +257,32 @@ void find_bottleneck(const ModelSpec& m, const Strategy& s, const LayerCosts& c,
       ranks != nullptr);
 }
 
+// DP synchronisation of one micro-batch when every micro-batch reduces its gradients
+// (training.grad_sync: micro_batch; FSDP without no_sync): the gradients' reduce-scatter (an
+// all-reduce without ZeRO) and the parameters gathered again, once when the forward keeps
+// them for the backward (ZeRO 1-2; FSDP2 reshard_after_forward=False), twice with ZeRO-3.
+// FSDP gathers and reduces layer by layer on streams of its own (overlap.dp), beside the
+// micro-batch's compute; what waits is each chunk's first layer gathered before its forward
+// and its last layer reduced before its backward returns (the root's post-backward callback
+// makes the compute stream wait for the reduce-scatter), one layer's share per chunk the rank
+// runs separately, and whatever the compute cannot cover. What runs beside compute takes the
+// collective kernels' SMs from it.
+double dp_per_micro_batch(const Strategy& s, const StrategyComm& comm, const MemoryEstimate& memory,
+                          const RankTime& worst, const HardwareSpec& hw) {
+  const double reduce = comm.dp_s - comm.dp_param_s;
+  const double traffic = reduce + (s.training.zero >= 3 ? comm.dp_gather_s : comm.dp_param_s);
+  if (!s.overlap.dp || traffic <= 0) return traffic;
+  const int chunks = s.schedule == Schedule::Interleaved ? std::max(1, s.parallel.vpp)
+                     : (s.schedule == Schedule::DualPipe || s.schedule == Schedule::DualPipeV) ? 2
+                                                                                               : 1;
+  const int layers = memory.stages.empty()
+                         ? 1
+                         : std::max(1, memory.stages[static_cast<std::size_t>(memory.worst_stage)].layers);
+  const double waited = std::max(traffic * std::min(1.0, static_cast<double>(chunks) / layers),
+                                 traffic - worst.total());
+  return waited + (traffic - waited) * cost::dma_compute_share(hw);
+}
+
 }  // namespace
 
 Bottleneck bottleneck(const ModelSpec& m, const Strategy& s, const LayerCosts& c) {
@@ -315,7 +341,9 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
   // Each run of the schedule synchronises (schedule::dp_syncs): FSDP reshards after it, so
   // the next run gathers the parameters again.
   const double syncs = schedule::dp_syncs(s);
-  if (s.overlap.dp) {
+  if (s.training.grad_sync_micro_batch) {
+    t.dp_comm = micro * dp_per_micro_batch(s, comm, memory, worst, hw);
+  } else if (s.overlap.dp) {
     const double params = memory.stages.empty() ? 1.0
         : std::max(1.0, memory.stages[static_cast<std::size_t>(memory.worst_stage)].dense_params +
                             memory.stages[static_cast<std::size_t>(memory.worst_stage)].expert_params);

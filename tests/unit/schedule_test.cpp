@@ -308,6 +308,49 @@ TEST_SUITE("schedule.step") {
     CHECK(search::evaluate_step(hw, m, s, c, MemoryEstimate{}, comm, true, false).step_time_s == doctest::Approx(131.0));
   }
 
+  TEST_CASE("grad_sync micro_batch: FSDP without no_sync reduces and gathers again every micro-batch") {
+    // FSDP2's defaults (requires_gradient_sync, reshard_after_backward) with torch's pipelining
+    // on a stage module that is not an FSDP module: each micro-batch reduce-scatters (2 s
+    // here) and gathers the parameters again (1 s, dp_param_s), not once per run. p = 4,
+    // m = 8, F + B + W = 4 per micro-batch: the pipeline 44 as above, not overlapped
+    // 44 + 8 x 3 = 68 (the run's single sync would be 44 + 3 = 47).
+    auto [hw, m, s, c] = uniform_step();
+    s.overlap.dp = false;
+    s.training.grad_sync_micro_batch = true;
+    search::StrategyComm comm;
+    comm.dp_s = 3.0;
+    comm.dp_param_s = 1.0;
+    for (bool simulate : {false, true}) {
+      const Estimate e = search::evaluate_step(hw, m, s, c, MemoryEstimate{}, comm, true, simulate);
+      CHECK(e.time_s.dp_comm == doctest::Approx(24.0));
+      CHECK(e.step_time_s == doctest::Approx(68.0));
+    }
+    // ZeRO-3 gathers twice a micro-batch (forward and backward, dp_gather_s = 2 x 1 s):
+    // 8 x (2 + 2) = 32.
+    s.training.zero = 3;
+    comm.dp_gather_s = 2.0;
+    CHECK(search::evaluate_step(hw, m, s, c, MemoryEstimate{}, comm, true, false).time_s.dp_comm == doctest::Approx(32.0));
+    // Overlapped (FSDP's own streams), one rank holding 4 layers in one chunk: the chunk waits
+    // for its first layer's gather and its last layer's reduce-scatter, 1/4 of the 3 s; the
+    // other 2.25 s run beside the 4 s of compute on h100-sxm-ib's 20 of 132 SMs' share
+    // (comm_units / compute_units): 8 x (0.75 + 2.25 x 20 / 132) = 8.7273.
+    s.training.zero = 1;
+    s.overlap.dp = true;
+    MemoryEstimate mem;
+    mem.stages.resize(1);
+    mem.stages[0].layers = 4;
+    CHECK(search::evaluate_step(hw, m, s, c, mem, comm, true, false).time_s.dp_comm ==
+          doctest::Approx(8 * (0.75 + 2.25 * 20.0 / 132.0)));
+    // 16 layers, interleaved: each rank's 4 layers in 2 chunks of 2, each chunk waiting for
+    // its own first gather and last reduce-scatter, 2/4 of the traffic:
+    // 8 x (1.5 + 1.5 x 20 / 132) = 13.818.
+    s.schedule = Schedule::Interleaved;
+    s.parallel.vpp = 2;
+    m.layers = 16;
+    CHECK(search::evaluate_step(hw, m, s, c, mem, comm, true, false).time_s.dp_comm ==
+          doctest::Approx(8 * (1.5 + 1.5 * 20.0 / 132.0)));
+  }
+
   TEST_CASE("pipeline_runs: a batch the runs cannot share evenly is refused by the batch_runs rule") {
     Strategy s;
     s.nodes = 4;
