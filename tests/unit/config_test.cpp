@@ -320,6 +320,21 @@ TEST_SUITE("config.diagnostics") {
       CHECK(e.diagnostics()[1].line == 5);
     }
   }
+
+  TEST_CASE("training.grad_sync: run (default) or micro_batch, anything else refused where it stands") {
+    const std::string head = "hardware: h100-sxm-ib\nmodel: llama3-70b\nnodes: 4\nparallel: {tp: 8, pp: 1, dp: 4}\n";
+    CHECK_FALSE(parse_plan(head + "training: {micro_batch: 1, global_batch: 8}\n", "s.yaml").strategy.training.grad_sync_micro_batch);
+    CHECK(parse_plan(head + "training: {micro_batch: 1, global_batch: 8, grad_sync: micro_batch}\n", "s.yaml")
+              .strategy.training.grad_sync_micro_batch);
+    try {
+      (void)parse_plan(head + "training: {micro_batch: 1, global_batch: 8, grad_sync: step}\n", "s.yaml");
+      FAIL("expected a ConfigError");
+    } catch (const ConfigError& e) {
+      REQUIRE(e.diagnostics().size() == 1);
+      CHECK(e.diagnostics()[0].line == 5);
+      CHECK(e.diagnostics()[0].str().find("grad_sync") != std::string::npos);
+    }
+  }
 }
 
 TEST_SUITE("config.rules") {

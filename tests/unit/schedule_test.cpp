@@ -330,23 +330,22 @@ TEST_SUITE("schedule.step") {
     s.training.zero = 3;
     comm.dp_gather_s = 2.0;
     CHECK(search::evaluate_step(hw, m, s, c, MemoryEstimate{}, comm, true, false).time_s.dp_comm == doctest::Approx(32.0));
-    // Overlapped (FSDP's own streams), one rank holding 4 layers in one chunk: the chunk waits
+    // Overlapped (FSDP's own streams), 16 layers: each rank holds 4 in one chunk, which waits
     // for its first layer's gather and its last layer's reduce-scatter, 1/4 of the 3 s; the
-    // other 2.25 s run beside the 4 s of compute on h100-sxm-ib's 20 of 132 SMs' share
+    // other 2.25 s run beside the 16 s of compute on h100-sxm-ib's 20 of 132 SMs' share
     // (comm_units / compute_units): 8 x (0.75 + 2.25 x 20 / 132) = 8.7273.
     s.training.zero = 1;
     s.overlap.dp = true;
+    m.layers = 16;
     MemoryEstimate mem;
     mem.stages.resize(1);
     mem.stages[0].layers = 4;
     CHECK(search::evaluate_step(hw, m, s, c, mem, comm, true, false).time_s.dp_comm ==
           doctest::Approx(8 * (0.75 + 2.25 * 20.0 / 132.0)));
-    // 16 layers, interleaved: each rank's 4 layers in 2 chunks of 2, each chunk waiting for
-    // its own first gather and last reduce-scatter, 2/4 of the traffic:
-    // 8 x (1.5 + 1.5 x 20 / 132) = 13.818.
+    // Interleaved: each rank's 4 layers in 2 chunks of 2, each chunk waiting for its own first
+    // gather and last reduce-scatter, 2/4 of the traffic: 8 x (1.5 + 1.5 x 20 / 132) = 13.818.
     s.schedule = Schedule::Interleaved;
     s.parallel.vpp = 2;
-    m.layers = 16;
     CHECK(search::evaluate_step(hw, m, s, c, mem, comm, true, false).time_s.dp_comm ==
           doctest::Approx(8 * (1.5 + 1.5 * 20.0 / 132.0)));
   }
