@@ -6,6 +6,7 @@
 #include <iterator>
 #include <string>
 
+#include "config/pipeline_layout.hpp"
 #include "cost/comm.hpp"
 #include "cost/memory.hpp"
 #include "model/params.hpp"
@@ -272,9 +273,8 @@ double dp_per_micro_batch(const Strategy& s, const StrategyComm& comm, const Mem
   const double reduce = comm.dp_s - comm.dp_param_s;
   const double traffic = reduce + (s.training.zero >= 3 ? comm.dp_gather_s : comm.dp_param_s);
   if (!s.overlap.dp || traffic <= 0) return traffic;
-  const int chunks = s.schedule == Schedule::Interleaved ? std::max(1, s.parallel.vpp)
-                     : (s.schedule == Schedule::DualPipe || s.schedule == Schedule::DualPipeV) ? 2
-                                                                                               : 1;
+  // Chunks a rank runs: its share of the model's chunks; DualPipe's two model copies, one each.
+  const int chunks = s.schedule == Schedule::DualPipe ? 2 : config::model_chunks(s) / std::max(1, s.parallel.pp);
   const int layers = memory.stages.empty()
                          ? 1
                          : std::max(1, memory.stages[static_cast<std::size_t>(memory.worst_stage)].layers);
