@@ -510,6 +510,20 @@ struct Training {
   /// the backward, FSDP2 reshard_after_forward=False), twice with ZeRO-3.
   /// `training.grad_sync: micro_batch` (default `run`).
   bool grad_sync_micro_batch = false;
+  /// How each micro-batch's weight gradients reach the FP32 main gradients. Default `fused`:
+  /// the weight-gradient GEMM accumulates into them (Megatron-LM's gradient accumulation
+  /// fusion), nothing more. `fp32_add`: the backward leaves BF16 gradients, and after every
+  /// micro-batch's backward each parameter's gradient is cast to FP32 and added to its FP32
+  /// buffer, two kernels per parameter tensor (DeepSpeed's BF16 optimizer, update_hp_grads,
+  /// called by the pipeline engine after each backward pass). `training.grad_accumulation:
+  /// fp32_add`.
+  bool fp32_grad_add = false;
+  /// With ZeRO 1-2, the main gradients all-reduced over DP (then each rank updates its shard
+  /// and the parameters are all-gathered) rather than reduce-scattered: DeepSpeed's BF16
+  /// optimizer, whose pipeline engine all-reduces the FP32 gradients
+  /// (buffered_allreduce_fallback). `training.grad_reduce: all_reduce` (default
+  /// `reduce_scatter`; ZeRO-0 always all-reduces).
+  bool grad_all_reduce = false;
   /// Per-layer CUDA graphs (Megatron-Core / Transformer Engine cuda_graph_impl): each
   /// transformer layer's kernels up to a host synchronisation are captured and replayed as
   /// one graph launch per pass (a dropless MoE layer: attention, router and dispatch
@@ -663,6 +677,8 @@ struct SearchSpace {
   Choice<bool> fp8_params;         ///< training.fp8_params (false when absent; auto: false and, with fp8, true)
   bool bf16_grads = false;         ///< training.grad_precision: bf16
   bool grad_sync_micro_batch = false;  ///< training.grad_sync: micro_batch
+  bool fp32_grad_add = false;      ///< training.grad_accumulation: fp32_add
+  bool grad_all_reduce = false;    ///< training.grad_reduce: all_reduce
   bool cuda_graphs = false;        ///< training.cuda_graphs
   bool repeat_kv = false;          ///< training.repeat_kv
   bool separate_linears = false;   ///< training.linears: separate

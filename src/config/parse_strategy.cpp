@@ -235,6 +235,12 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
     if (auto v = t.enumeration("grad_sync", EnumNames<bool>{{"run", false}, {"micro_batch", true}})) {
       sp.grad_sync_micro_batch = *v;
     }
+    if (auto v = t.enumeration("grad_accumulation", EnumNames<bool>{{"fused", false}, {"fp32_add", true}})) {
+      sp.fp32_grad_add = *v;
+    }
+    if (auto v = t.enumeration("grad_reduce", EnumNames<bool>{{"reduce_scatter", false}, {"all_reduce", true}})) {
+      sp.grad_all_reduce = *v;
+    }
     if (auto v = t.boolean("repeat_kv")) sp.repeat_kv = *v;
     if (auto v = t.enumeration("linears", EnumNames<bool>{{"fused", false}, {"separate", true}})) {
       sp.separate_linears = *v;
@@ -348,6 +354,8 @@ Strategy read_strategy(const Node& root, Diags& diags) {
   s.training.fp8_params = first_or(sp.fp8_params, false);
   s.training.bf16_grads = sp.bf16_grads;
   s.training.grad_sync_micro_batch = sp.grad_sync_micro_batch;
+  s.training.fp32_grad_add = sp.fp32_grad_add;
+  s.training.grad_all_reduce = sp.grad_all_reduce;
   s.training.cuda_graphs = sp.cuda_graphs;
   s.training.repeat_kv = sp.repeat_kv;
   s.training.separate_linears = sp.separate_linears;

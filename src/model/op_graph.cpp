@@ -683,6 +683,43 @@ void add_backward(std::vector<Op>& ops, const Recompute& recompute, bool recompu
   }
 }
 
+// DeepSpeed's BF16 optimizer (`training.grad_accumulation: fp32_add`): after every
+// micro-batch's backward its pipeline engine calls update_hp_grads, which casts each
+// parameter tensor's BF16 gradient to FP32 (read 2 B, write 4 B) and adds it to the tensor's
+// FP32 buffer (read 4 + 4 B, write 4 B): 18 B per parameter in two kernels per tensor
+// (microsoft/DeepSpeed@077e674 deepspeed/runtime/pipe/engine.py _exec_backward_pass,
+// deepspeed/runtime/bf16_optimizer.py update_hp_grads). The layer's parameters are its
+// forward GEMMs' weights (k x n per group, the rank's shard), a bias beside each with
+// `bias`, and its norms' weights (and biases with LayerNorm): h each (biases and norms are
+// counted for their kernels; their bytes are a rounding error). `extra` adds the
+// parameters of a layer without GEMM weights (the embedding table's shard); without
+// `gemm_weights` the GEMMs' weights are another layer's (a tied head).
+void add_grad_accumulation(std::vector<Op>& ops, const ModelSpec& m, double extra, bool gemm_weights = true) {
+  double params = extra;
+  int tensors = extra > 0 ? 1 : 0;
+  const int per_norm = m.norm == NormKind::LayerNorm ? 2 : 1;
+  for (const Op& op : ops) {
+    if (op.phase != Phase::Forward) continue;
+    // The unfused attention's batched GEMMs multiply activations: no weights.
+    if ((op.kind == OpKind::Gemm || op.kind == OpKind::GroupedGemm) && gemm_weights && op.module != Module::CoreAttn) {
+      int parts = 0;
+      for (double n : op.unfused_n) parts += op.separate && n > 0 ? 1 : 0;
+      params += op.k * op.n * op.groups;
+      // biases on the transformer block's linears (GPT-2/3); the output head has none
+      tensors += std::max(1, parts) * op.groups * (m.bias && op.module != Module::Other ? 2 : 1);
+    } else if (op.kind == OpKind::Memory && op.name.size() >= 4 &&
+               op.name.compare(op.name.size() - 4, 4, "norm") == 0) {
+      params += per_norm * m.hidden;
+      tensors += per_norm;
+    }
+  }
+  if (params <= 0) return;
+  Op add = memory("grad_accumulate", Module::Other, 18 * params, 0, MemClass::Elementwise, 2 * tensors);
+  add.phase = Phase::WeightGrad;
+  add.exact_launches = true;  // a Python loop over the parameter tensors, one cast and one add each
+  ops.push_back(add);
+}
+
 }  // namespace
 
 Tokens tokens_of(const ModelSpec& m, const Strategy& s, const HardwareSpec& hw, double expert_load) {
@@ -745,6 +782,7 @@ std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const Har
     casts(l.ops);
     graph(l.ops);
     add_backward(l.ops, rc, true);
+    if (s.training.fp32_grad_add) add_grad_accumulation(l.ops, m, 0);
     layers.push_back(std::move(l));
   }
   if (moe_layers(m) > 0) {
@@ -753,6 +791,7 @@ std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const Har
     casts(l.ops);
     graph(l.ops);
     add_backward(l.ops, rc, true);
+    if (s.training.fp32_grad_add) add_grad_accumulation(l.ops, m, 0);
     layers.push_back(std::move(l));
   }
   {
@@ -762,6 +801,7 @@ std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const Har
     l.ops.push_back(memory("embedding_lookup", Module::Other, 2 * T * h * kAct, T * h * (kAct + 2 * kFp32),
                            MemClass::Copy));
     add_backward(l.ops, rc, false);
+    if (s.training.fp32_grad_add) add_grad_accumulation(l.ops, m, vocab_shard * h);
     layers.push_back(std::move(l));
   }
   auto add_head = [&](std::vector<Op>& ops, const std::string& prefix) {
@@ -792,6 +832,9 @@ std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const Har
     Layer l{LayerKind::Head, 1, {}};
     add_head(l.ops, "");
     add_backward(l.ops, rc, false);
+    // A tied output head on the embedding's rank (no pipeline) shares the table's gradient,
+    // which the embedding layer counts.
+    if (s.training.fp32_grad_add) add_grad_accumulation(l.ops, m, 0, !(m.tied_embeddings && s.parallel.pp == 1));
     layers.push_back(std::move(l));
   }
   if (m.mtp_depth > 0) {
@@ -807,6 +850,7 @@ std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const Har
     l.ops.insert(l.ops.end(), head.begin(), head.end());
     casts(l.ops);
     add_backward(l.ops, rc, true);
+    if (s.training.fp32_grad_add) add_grad_accumulation(l.ops, m, 0);
     layers.push_back(std::move(l));
   }
   return layers;

@@ -59,6 +59,8 @@ void write_strategy(report::JsonWriter& w, const Plan& plan) {
   w.field("fp8_params", s.training.fp8_params);
   w.field("grad_precision", s.training.bf16_grads ? "bf16" : "fp32");
   w.field("grad_sync", s.training.grad_sync_micro_batch ? "micro_batch" : "run");
+  w.field("grad_accumulation", s.training.fp32_grad_add ? "fp32_add" : "fused");
+  w.field("grad_reduce", s.training.grad_all_reduce || s.training.zero == 0 ? "all_reduce" : "reduce_scatter");
   w.end_object();
   w.field("schedule", spelling(kScheduleNames, s.schedule));
   w.field("collective_algorithm", spelling(kCollectiveAlgorithmNames, s.collective_algorithm));

@@ -279,6 +279,14 @@ std::string megatron(const Plan& plan) {
     lost.push_back("training.grad_sync micro_batch (Megatron-LM accumulates the main gradients over a "
                    "step's micro-batches and reduces them once)");
   }
+  if (t.fp32_grad_add) {
+    lost.push_back("training.grad_accumulation fp32_add (Megatron-LM's weight-gradient GEMMs accumulate "
+                   "into the FP32 main gradients; DeepSpeed's BF16 optimizer adds them after each backward)");
+  }
+  if (t.grad_all_reduce && t.zero > 0) {
+    lost.push_back("training.grad_reduce all_reduce (Megatron-LM's distributed optimizer reduce-scatters "
+                   "the gradients)");
+  }
   // Per-layer graphs: a dense layer whole (no module list), a dropless MoE layer up to its
   // host sync (NVIDIA/Megatron-LM@d98e8a64dd megatron/core/transformer/enums.py,
   // CudaGraphModule).
@@ -634,6 +642,10 @@ std::string torchtitan(const Plan& plan) {
   if (t.grad_sync_micro_batch && p.pp > 1)
     lost.push_back("training.grad_sync micro_batch (torchtitan's pipeline stages are FSDP modules, "
                    "so torch's pipelining reduces their gradients once per run of the schedule)");
+  if (t.fp32_grad_add)
+    lost.push_back("training.grad_accumulation fp32_add (FSDP accumulates the gradients itself)");
+  if (t.grad_all_reduce && t.zero > 0)
+    lost.push_back("training.grad_reduce all_reduce (FSDP reduce-scatters the gradients)");
   if (t.precision == Precision::Fp8 && t.fp8_recipe != Fp8Recipe::Tensorwise)
     lost.push_back("training.fp8_recipe " + std::string(spelling(config::kFp8RecipeNames, t.fp8_recipe)) +
                    " (torchao's Float8 linear scales each tensor from its own amax: tensorwise)");

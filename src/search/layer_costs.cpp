@@ -29,7 +29,8 @@ std::size_t LayerKeyHash::operator()(const LayerKey& k) const noexcept {
   mix(static_cast<std::size_t>(k.algorithm));
   mix(std::hash<std::string>{}(k.attention_kernel));
   mix((k.eager_elementwise ? 1u : 0u) | (k.eager_loss ? 2u : 0u) | (k.unfused_loss ? 4u : 0u) |
-      (k.repeat_kv ? 8u : 0u) | (k.cuda_graphs ? 16u : 0u) | (k.separate_linears ? 32u : 0u));
+      (k.repeat_kv ? 8u : 0u) | (k.cuda_graphs ? 16u : 0u) | (k.separate_linears ? 32u : 0u) |
+      (k.fp32_grad_add ? 64u : 0u));
   mix(static_cast<std::size_t>(k.cp_comm));
   mix(static_cast<std::size_t>(k.fp8_recipe));
   return h;
@@ -71,6 +72,7 @@ LayerKey key_of(const Strategy& s, int model_seq) {
   k.repeat_kv = s.training.repeat_kv;
   k.cuda_graphs = s.training.cuda_graphs;
   k.separate_linears = s.training.separate_linears;
+  k.fp32_grad_add = s.training.fp32_grad_add;
   k.cp_comm = s.training.cp_comm;
   k.fp8_recipe = s.training.fp8_recipe;
   return k;

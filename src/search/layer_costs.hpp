@@ -41,6 +41,7 @@ struct LayerKey {
   bool repeat_kv = false;
   bool cuda_graphs = false;
   bool separate_linears = false;
+  bool fp32_grad_add = false;
   CpComm cp_comm = CpComm::P2p;
   Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;
 

@@ -323,7 +323,8 @@ struct Planner::Impl {
     // and the updated parameters gathered after the optimizer (a window of its own).
     auto reduce = [&](int group, long long stride, bool on_dies, double params) {
       if (group <= 1 || params <= 0) return 0.0;
-      return collective_time(zero == 0 ? Collective::AllReduce : Collective::ReduceScatter, group, stride,
+      const bool all_reduce = zero == 0 || s.training.grad_all_reduce;
+      return collective_time(all_reduce ? Collective::AllReduce : Collective::ReduceScatter, group, stride,
                              on_dies, grad * params, memo);
     };
     auto param_gather = [&](int group, long long stride, bool on_dies, double params) {
@@ -337,6 +338,16 @@ struct Planner::Impl {
     c.dp_param_s = param_gather(dense_group, p.tp, false, dense) + param_gather(edp, expert_stride, dies, expert);
     c.dp_s = reduce(dense_group, p.tp, false, dense) + reduce(edp, expert_stride, dies, expert) + c.dp_param_s;
     c.dp_gather_s = gather(dense_group, p.tp, false, dense) + gather(edp, expert_stride, dies, expert);
+    // Tied embeddings with a pipeline: the first stage's table and the last stage's output
+    // head are one parameter, so after the backward their gradients are all-reduced between
+    // the two ranks (Megatron-LM finalize_model_grads, _allreduce_word_embedding_grads, over
+    // its embedding group; DeepSpeed's pipeline engine, ReduceTiedGrads before ReduceGrads),
+    // the main gradients' width, vocab / tp x hidden. DualPipe's V places both on one rank.
+    if (p.pp > 1 && model.tied_embeddings && s.schedule != Schedule::DualPipe && s.schedule != Schedule::DualPipeV) {
+      const long long first_to_last = static_cast<long long>(p.tp) * p.cp * p.dp * (p.pp - 1);
+      c.tied_s = collective_time(Collective::AllReduce, 2, first_to_last, false,
+                                 grad * (static_cast<double>(model.vocab) / p.tp) * h, memo);
+    }
     return c;
   }
 
@@ -801,6 +812,8 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
   base.training.fp8_storage = sp.fp8_storage;
   base.training.bf16_grads = sp.bf16_grads;
   base.training.grad_sync_micro_batch = sp.grad_sync_micro_batch;
+  base.training.fp32_grad_add = sp.fp32_grad_add;
+  base.training.grad_all_reduce = sp.grad_all_reduce;
   base.training.cuda_graphs = sp.cuda_graphs;
   base.training.pipeline_runs = sp.pipeline_runs;
   base.training.repeat_kv = sp.repeat_kv;
@@ -1024,7 +1037,7 @@ std::string search_key(const SearchSpace& sp, const SearchOptions& o) {
     raw(k, v);
   }
   for (bool v : {sp.embedding_in_split, sp.loss_in_split, sp.unfused_attention, sp.eager_elementwise, sp.fp8_storage,
-                 sp.bf16_grads, sp.grad_sync_micro_batch, sp.cuda_graphs, sp.repeat_kv, sp.separate_linears, sp.fp8_dispatch, sp.gate_at_swiglu, sp.overlap.ep, sp.overlap.dp, sp.overlap.tp,
+                 sp.bf16_grads, sp.grad_sync_micro_batch, sp.fp32_grad_add, sp.grad_all_reduce, sp.cuda_graphs, sp.repeat_kv, sp.separate_linears, sp.fp8_dispatch, sp.gate_at_swiglu, sp.overlap.ep, sp.overlap.dp, sp.overlap.tp,
                  sp.overlap.pp, sp.overlap.pp_lockstep, sp.overlap.tp_async, sp.overlap.cp, o.keep_all}) {
     raw(k, v);
   }

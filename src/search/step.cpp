@@ -360,6 +360,8 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
   } else {
     t.dp_comm = syncs * comm.dp_s + micro * comm.dp_gather_s;
   }
+  // The tied embedding's gradient all-reduce runs after the backward, waited on.
+  t.dp_comm += syncs * comm.tied_s;
 
   // Optimizer: a memory-bound pass over the rank's states: read the FP32 gradient, read and
   // write master weights and both moments, write the BF16 weight (Adam 4 + 8 + 8 + 8 + 2 =

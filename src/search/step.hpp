@@ -15,6 +15,9 @@ struct StrategyComm {
   double dp_s = 0;        ///< gradient reduce-scatter + parameter all-gather (or all-reduce) per step
   double dp_param_s = 0;  ///< of dp_s, the updated parameters' all-gather (0 with an all-reduce)
   double dp_gather_s = 0; ///< ZeRO-3: the parameter all-gathers of one micro-batch (forward and backward)
+  /// Tied input and output embeddings on different pipeline ranks: the all-reduce of the
+  /// table's gradient between the first and the last stage, once per DP synchronisation.
+  double tied_s = 0;
 };
 
 /// Bytes the DP collectives of the bottleneck rank move, for the caller to cost.

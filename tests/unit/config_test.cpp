@@ -321,6 +321,29 @@ TEST_SUITE("config.diagnostics") {
     }
   }
 
+  TEST_CASE("training.grad_accumulation (fused | fp32_add) and grad_reduce (reduce_scatter | all_reduce)") {
+    const std::string head = "hardware: h100-sxm-ib\nmodel: llama3-70b\nnodes: 4\nparallel: {tp: 8, pp: 1, dp: 4}\n";
+    const Training plain = parse_plan(head + "training: {micro_batch: 1, global_batch: 8}\n", "s.yaml").strategy.training;
+    CHECK_FALSE(plain.fp32_grad_add);
+    CHECK_FALSE(plain.grad_all_reduce);
+    const Training ds = parse_plan(head + "training: {micro_batch: 1, global_batch: 8, grad_accumulation: fp32_add, "
+                                          "grad_reduce: all_reduce}\n", "s.yaml").strategy.training;
+    CHECK(ds.fp32_grad_add);
+    CHECK(ds.grad_all_reduce);
+    CHECK_FALSE(parse_plan(head + "training: {micro_batch: 1, global_batch: 8, grad_accumulation: fused, "
+                                  "grad_reduce: reduce_scatter}\n", "s.yaml").strategy.training.fp32_grad_add);
+    for (const std::string bad : {"grad_accumulation: fp16_add", "grad_reduce: allreduce"}) {
+      try {
+        (void)parse_plan(head + "training: {micro_batch: 1, global_batch: 8, " + bad + "}\n", "s.yaml");
+        FAIL("expected a ConfigError");
+      } catch (const ConfigError& e) {
+        REQUIRE(e.diagnostics().size() == 1);
+        CHECK(e.diagnostics()[0].line == 5);
+        CHECK(e.diagnostics()[0].str().find(bad.substr(0, bad.find(':'))) != std::string::npos);
+      }
+    }
+  }
+
   TEST_CASE("training.grad_sync: run (default) or micro_batch, anything else refused where it stands") {
     const std::string head = "hardware: h100-sxm-ib\nmodel: llama3-70b\nnodes: 4\nparallel: {tp: 8, pp: 1, dp: 4}\n";
     CHECK_FALSE(parse_plan(head + "training: {micro_batch: 1, global_batch: 8}\n", "s.yaml").strategy.training.grad_sync_micro_batch);

@@ -211,6 +211,41 @@ TEST_SUITE("model.op_graph") {
     CHECK(w.efficiency < a.efficiency);
   }
 
+  TEST_CASE("grad_accumulation fp32_add: every micro-batch's BF16 gradients cast and added to FP32, 18 B a parameter") {
+    // DeepSpeed's BF16 optimizer (update_hp_grads after each backward): read the BF16
+    // gradient (2 B), write its FP32 copy (4 B), read that and the FP32 buffer (4 + 4 B),
+    // write the buffer (4 B); a cast and an add per parameter tensor. GPT-3 175B at TP8: a
+    // layer holds 12 h^2 / 8 weights (qkv h x 3h/8, the output projection h/8 x h, the MLP
+    // h x 4h/8 and 4h/8 x h), a bias beside each of the four and two LayerNorms of a weight
+    // and a bias (h each): 8 + 4 = 12 tensors, 24 kernels.
+    Plan p = gpt3_tp8_plan();
+    const double h = 12288, vocab = 50257;
+    for (const Layer& l : model::build_layers(p.model, p.strategy, p.hardware, 1.0)) {
+      for (const Op& o : l.ops) CHECK(o.name != "grad_accumulate");  // fused by default (Megatron-LM)
+    }
+    p.strategy.training.fp32_grad_add = true;
+    auto layers = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    const Op& acc = op(layer(layers, LayerKind::Dense), "grad_accumulate", Phase::WeightGrad);
+    CHECK(acc.bytes == doctest::Approx(18 * (12 * h * h / 8 + 4 * h)));
+    CHECK(acc.kernels == 24);
+    CHECK(acc.exact_launches);
+    // The embedding's table shard, vocab / 8 x h, one tensor.
+    const Op& emb = op(layer(layers, LayerKind::Embedding), "grad_accumulate", Phase::WeightGrad);
+    CHECK(emb.bytes == doctest::Approx(18 * vocab / 8 * h));
+    CHECK(emb.kernels == 2);
+    // The head's table is the embedding's (tied, one rank): its final LayerNorm alone, 2 h.
+    const Op& head = op(layer(layers, LayerKind::Head), "grad_accumulate", Phase::WeightGrad);
+    CHECK(head.bytes == doctest::Approx(18 * 2 * h));
+    CHECK(head.kernels == 4);
+    // On the last of two pipeline ranks the head holds its own copy of the table.
+    p.strategy.nodes = 2;
+    p.strategy.parallel.pp = 2;
+    layers = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    const Op& own = op(layer(layers, LayerKind::Head), "grad_accumulate", Phase::WeightGrad);
+    CHECK(own.bytes == doctest::Approx(18 * (h * vocab / 8 + 2 * h)));
+    CHECK(own.kernels == 6);
+  }
+
   TEST_CASE("qk-norm: two norm kernels over q and k before RoPE, their inputs kept") {
     // Qwen3-235B-A22B at TP1 (64 query and 4 key heads of 128), micro-batch 1 of 4096 tokens:
     // the norms read and write q and k, 4096 x (64 + 4) x 128 elements at 2 B each way.

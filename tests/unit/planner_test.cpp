@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "cost/comm.hpp"
 #include "paraplan/config.hpp"
 #include "paraplan/errors.hpp"
 #include "paraplan/estimate.hpp"
@@ -139,6 +140,18 @@ TEST_SUITE("search.step") {
     // Without overlap all of it waits.
     x.s.overlap.dp = false;
     CHECK(dp(20, 10) == doctest::Approx(20));
+  }
+
+  TEST_CASE("tied embeddings: the table's gradient all-reduce between first and last stage waits, once per step") {
+    // Megatron-LM's finalize_model_grads and DeepSpeed's ReduceTiedGrads run it after the
+    // backward, outside the overlapped DP reduction: all of it adds, overlapped DP or not.
+    Synthetic x(4, 2, 4, Schedule::OneFOneB);
+    search::StrategyComm comm;
+    comm.tied_s = 0.5;
+    for (bool overlap : {false, true}) {
+      x.s.overlap.dp = overlap;
+      CHECK(search::evaluate_step(x.hw, x.m, x.s, x.c, MemoryEstimate{}, comm).time_s.dp_comm == doctest::Approx(0.5));
+    }
   }
 
   TEST_CASE("TP communication as the layer costs hold it adds to every micro-batch") {
@@ -413,6 +426,72 @@ TEST_SUITE("search.planner") {
         CHECK_FALSE(dominates);
       }
     }
+  }
+}
+
+TEST_SUITE("search.dp_sync") {
+  // GPT-3 175B (tied embeddings, vocab 50257, h 12288) at TP8 on DGX A100 nodes: the groups
+  // below put one rank on each of two nodes, so each collective is a two-rank exchange over
+  // the node's NIC (a100-sxm-ib: 25 GB/s per GPU, its size curve, 2.8 us a hop under one
+  // leaf). A two-rank ring all-reduce moves S once each way after a reduce-scatter of S / 2:
+  // 2 (n - 1)/n S = S over the link in 2 (n - 1) = 2 hops; a reduce-scatter or all-gather
+  // moves S / 2 in one hop.
+  Strategy gpt3_two_nodes(int pp, int dp) {
+    Strategy s;
+    s.nodes = 2;
+    s.parallel.tp = 8;
+    s.parallel.pp = pp;
+    s.parallel.dp = dp;
+    s.training.micro_batch = 1;
+    s.training.global_batch = 4;
+    s.overlap.dp = false;
+    return s;
+  }
+
+  TEST_CASE("tied embeddings on two pipeline ranks: the table's FP32 gradient all-reduced between them") {
+    const HardwareSpec hw = load_hardware("a100-sxm-ib");
+    const TierSpec& ib = hw.tiers.back();
+    const Planner planner(hw, load_model("gpt3-175b"));
+    // PP2, no DP: the only DP-sync term is the table's gradient, 4 B x 50257 / 8 x 12288.
+    const Strategy s = gpt3_two_nodes(2, 1);
+    const double S = 4.0 * 50257 / 8 * 12288;
+    CHECK(planner.evaluate(s).time_s.dp_comm == doctest::Approx(S / cost::tier_bandwidth(ib, S) + 2 * 2.8e-6));
+    // BF16 main gradients halve it.
+    Strategy bf16 = s;
+    bf16.training.bf16_grads = true;
+    CHECK(planner.evaluate(bf16).time_s.dp_comm ==
+          doctest::Approx(S / 2 / cost::tier_bandwidth(ib, S / 2) + 2 * 2.8e-6));
+    // DualPipe's V holds the first and the last stage on one rank: nothing to exchange.
+    Strategy v = s;
+    v.schedule = Schedule::DualPipe;
+    CHECK(planner.evaluate(v).time_s.dp_comm == 0);
+    // Untied embeddings (Llama) have two tables.
+    ModelSpec untied = load_model("gpt3-175b");
+    untied.tied_embeddings = false;
+    CHECK(Planner(hw, untied).evaluate(s).time_s.dp_comm == 0);
+  }
+
+  TEST_CASE("grad_reduce all_reduce: ZeRO-1's gradients all-reduced, then the parameters gathered") {
+    // DP2 over two nodes, no overlap: FP32 gradients of the rank's P parameters, then its BF16
+    // parameters gathered. Reduce-scatter (Megatron's distributed optimizer): 4P / 2 in a
+    // hop; all-reduce (DeepSpeed's BF16 optimizer): 4P in two hops; all-gather 2P / 2 in one.
+    const HardwareSpec hw = load_hardware("a100-sxm-ib");
+    const TierSpec& ib = hw.tiers.back();
+    const Planner planner(hw, load_model("gpt3-175b"));
+    Strategy s = gpt3_two_nodes(1, 2);
+    const Evaluation rs = planner.explain(s);
+    const double P = rs.memory.stages.at(0).dense_params;
+    const double gather = P / cost::tier_bandwidth(ib, P) + 2.8e-6;
+    CHECK(rs.estimate.time_s.dp_comm == doctest::Approx(2 * P / cost::tier_bandwidth(ib, 2 * P) + 2.8e-6 + gather));
+    s.training.grad_all_reduce = true;
+    CHECK(planner.evaluate(s).time_s.dp_comm ==
+          doctest::Approx(4 * P / cost::tier_bandwidth(ib, 4 * P) + 2 * 2.8e-6 + gather));
+    // Without ZeRO the all-reduce is all there is, whatever grad_reduce says.
+    s.training.zero = 0;
+    const double ar = 4 * P / cost::tier_bandwidth(ib, 4 * P) + 2 * 2.8e-6;
+    CHECK(planner.evaluate(s).time_s.dp_comm == doctest::Approx(ar));
+    s.training.grad_all_reduce = false;
+    CHECK(planner.evaluate(s).time_s.dp_comm == doctest::Approx(ar));
   }
 }
 
