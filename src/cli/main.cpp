@@ -3,6 +3,9 @@
 
 #include <CLI/CLI.hpp>
 #include <unistd.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -1385,6 +1388,15 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+#if defined(__GLIBC__)
+  // Each evaluation builds and frees its schedule and per-op tables (a few MB at most); with
+  // glibc's defaults the freed top of the heap goes back to the system and the next
+  // evaluation page-faults it in again, which made `calibrate runs` over 26 cases spend as
+  // long in the kernel as in the model. Keep up to 256 MiB of it and serve blocks of up to
+  // 64 MiB from the heap. The library itself leaves the allocator to its caller.
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+#endif
   const int rc = run(argc, argv);
   // What went to standard output must have arrived (a full disk, a closed pipe): a result
   // that was not written is not a success.
