@@ -707,8 +707,7 @@ void add_grad_accumulation(std::vector<Op>& ops, const ModelSpec& m, double extr
       params += op.k * op.n * op.groups;
       // biases on the transformer block's linears (GPT-2/3); the output head has none
       tensors += std::max(1, parts) * op.groups * (m.bias && op.module != Module::Other ? 2 : 1);
-    } else if (op.kind == OpKind::Memory && op.name.size() >= 4 &&
-               op.name.compare(op.name.size() - 4, 4, "norm") == 0) {
+    } else if (op.kind == OpKind::Memory && op.module == Module::Norm) {
       params += per_norm * m.hidden;
       tensors += per_norm;
     }
