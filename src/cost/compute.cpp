@@ -127,7 +127,7 @@ static OpTime op_time_uncalibrated(const ComputeModel& cm, const model::Op& op) 
                                                                        : GemmPass::Forward;
           const double fraction = low ? cm.fraction_low : cm.fraction_bf16;
           const double e = gemm_model_efficiency(*cm.kernel, fraction, units, m, n, k, loop ? 1 : op.groups, pass,
-                                                 low ? cm.rate_low : 1.0, low && cm.fp8);
+                                                 low ? cm.rate_low : 1.0, low && cm.fp8, op.m_sd / split);
           const GemmCorrection& fix = grouped ? (low ? cm.fix_grouped_low : cm.fix_grouped_bf16)
                                               : (low ? cm.fix_dense_low : cm.fix_dense_bf16);
           return std::clamp(e * fix.at(m, n, k), 1e-6, 1.0);

@@ -2,23 +2,60 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 namespace paraplan::cost {
 
+namespace {
+
+// The probabilities of a group's tile rows r = ceil(x / tile) for x ~ Normal(mean, sd), over
+// the r within six standard deviations (the tails folded into the end rows; r >= 1).
+struct RowTiles {
+  std::vector<std::pair<double, double>> p;  // (r, probability)
+  double mean = 0;                           // E[r]
+};
+
+RowTiles row_tiles(double mean, double sd, double tile) {
+  RowTiles out;
+  const double lo = std::max(1.0, std::floor((mean - 6 * sd) / tile));
+  const double hi = std::max(lo, std::ceil((mean + 6 * sd) / tile));
+  auto below = [&](double x) { return 0.5 * std::erfc(-(x - mean) / (sd * std::sqrt(2.0))); };
+  for (double r = lo; r <= hi; r += 1) {
+    const double upper = r == hi ? 1.0 : below(r * tile);
+    const double lower = r == lo ? 0.0 : below((r - 1) * tile);
+    const double p = std::max(0.0, upper - lower);
+    out.p.emplace_back(r, p);
+    out.mean += r * p;
+  }
+  return out;
+}
+
+}  // namespace
+
 double gemm_model_efficiency(const GemmKernelSpec& g, double peak_fraction, int units, double m,
-                             double n, double k, int groups, GemmPass pass, double rate, bool low) {
+                             double n, double k, int groups, GemmPass pass, double rate, bool low,
+                             double m_sd) {
   if (m <= 0 || n <= 0 || k <= 0) return peak_fraction;
   const double wgrad = low && g.wgrad_fp8 > 0 ? g.wgrad_fp8 : g.wgrad;
   const double pass_factor = pass == GemmPass::Dgrad ? g.dgrad : pass == GemmPass::Wgrad ? wgrad : 1.0;
   const double work = static_cast<double>(groups) * m * n * k;  // useful MACs
+  const bool spread = m_sd > 0;
   double best = 0;
   for (const GemmTile& t : g.tiles) {
-    const double tiles = static_cast<double>(groups) * std::ceil(m / t.m) * std::ceil(n / t.n);
+    const RowTiles rows = spread ? row_tiles(m, m_sd, t.m) : RowTiles{};
+    const double col_tiles = std::ceil(n / t.n);
+    const double tiles = static_cast<double>(groups) * (spread ? rows.mean : std::ceil(m / t.m)) * col_tiles;
     const int max_split = units > 0 ? std::max(1, g.max_split_k) : 1;
     for (int s = 1; s <= max_split; ++s) {
       // Split k only while the grid leaves compute units idle (cuBLAS split-K, stream-K).
       if (s > 1 && tiles * (s - 1) >= units) break;
-      const double waves = units > 0 ? std::ceil(tiles * s / units) * units : tiles * s;
+      double waves = units > 0 ? std::ceil(tiles * s / units) * units : tiles * s;
+      if (spread && groups == 1 && units > 0) {
+        // One kernel per group: each pays the waves of its own rows.
+        waves = 0;
+        for (const auto& [r, p] : rows.p) waves += p * std::ceil(r * col_tiles * s / units) * units;
+      }
       const double done = waves * t.m * t.n * (k / s + g.k_overhead * rate);  // MAC slots spent
       best = std::max(best, t.efficiency * work / done);
     }

@@ -34,10 +34,13 @@ enum class GemmPass { Forward, Dgrad, Wgrad };
 /// all groups. `rate` = the dtype's peak over the BF16 peak: the per-tile fixed cost is a
 /// time, so a dtype that runs through k `rate` times faster pays `rate` x k_overhead
 /// elements of k for it (FP8 on Hopper: 2). `low`: an FP8 GEMM (its own wgrad factor where
-/// the hardware gives one).
+/// the hardware gives one). `m_sd` > 0: each group's m varies around `m` with this
+/// standard deviation (a normal approximation of the routed rows per expert), and the tiles
+/// along m are counted as expected over that spread instead of at the mean: a loop of one
+/// kernel per group pays each group's own tile rows and waves.
 double gemm_model_efficiency(const GemmKernelSpec& g, double peak_fraction, int units, double m,
                              double n, double k, int groups, GemmPass pass, double rate = 1.0,
-                             bool low = false);
+                             bool low = false, double m_sd = 0);
 
 /// Time of a GEMM at efficiency `eff` (of the peak), bounded below by its HBM traffic.
 double gemm_time(const KernelResources& r, double flops, double bytes, double eff);

@@ -440,6 +440,10 @@ void add_transformer_layer(const Ctx& c, std::vector<Op>& ops, bool moe, const s
     add_ffn(c, ops, "experts.", Module::Experts, Module::ExpertAct, c.tok.per_expert_slowest,
             e.expert_intermediate / static_cast<double>(c.s.parallel.etp), c.tok.experts_per_rank,
             per_die);
+    // Random routing gives each expert its own row count: the grouped GEMMs' tile rows.
+    for (std::size_t i = experts_up; i < ops.size(); ++i) {
+      if (ops[i].kind == OpKind::GroupedGemm) ops[i].m_sd = c.tok.per_expert_sd;
+    }
     // An FP8 dispatch quantizes the rank's tokens once before sending them; otherwise every
     // received copy is quantized in front of the expert GEMM.
     if (c.s.moe.fp8_dispatch) ops[experts_up].quantized_rows = c.tok.per_rank_moe;
@@ -656,6 +660,7 @@ void add_backward(std::vector<Op>& ops, const Recompute& recompute, bool recompu
         dw.m = f.k;
         dw.n = f.n;
         dw.k = f.m;
+        dw.m_sd = 0;  // the rows are its k: the work is linear in them
         ops.push_back(dw);
         break;
       }
@@ -733,6 +738,8 @@ Tokens tokens_of(const ModelSpec& m, const Strategy& s, const HardwareSpec& hw, 
     // Every rank of the EP x ETP group sends T_r x top_k copies over E experts.
     t.per_expert = t.per_rank_moe * s.parallel.ep * s.parallel.etp * e.top_k / e.routed_experts;
     t.per_expert_slowest = t.per_expert * std::max(1.0, expert_load);
+    const double p = static_cast<double>(e.top_k) / e.routed_experts;
+    if (!balanced_load(s.moe.routing)) t.per_expert_sd = std::sqrt(t.per_expert * std::max(0.0, 1 - p));
   }
   return t;
 }

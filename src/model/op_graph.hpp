@@ -27,6 +27,9 @@ struct Op {
   Module module = Module::Other;
   double m = 0, n = 0, k = 0;  ///< GEMM dims per group: C[m, n] = A[m, k] B[k, n]
   int groups = 1;              ///< grouped GEMM: experts on this rank
+  /// Grouped GEMM: standard deviation of a group's m around `m` (routed rows per expert
+  /// under random routing); 0 = every group has m rows (balanced routing, or m is not rows).
+  double m_sd = 0;
   double flops = 0;            ///< executed FLOP, all groups
   double bytes = 0;            ///< HBM bytes read + written
   double bwd_bytes = 0;        ///< Memory ops: bytes of the input-gradient pass (0 = none)
@@ -80,6 +83,10 @@ struct Tokens {
   double per_rank_moe = 0;     ///< tokens a MoE rank (die with ep_over_dies) routes
   double per_expert = 0;       ///< mean routed tokens per expert on one rank
   double per_expert_slowest = 0;  ///< the slowest rank's tokens per expert
+  /// Standard deviation of one expert's routed tokens: each of the EP group's tokens picks a
+  /// given expert with p = top_k / E, so a count is binomial, variance per_expert (1 - p);
+  /// 0 under balanced and round-robin routing.
+  double per_expert_sd = 0;
   int experts_per_rank = 0;
 };
 

@@ -412,7 +412,15 @@ std::string megatron(const Plan& plan) {
                        " GPUs, so --moe-router-num-groups cannot be one group per node)");
       }
     }
-    if (balanced_load(s.moe.routing)) arg("--moe-router-force-load-balancing");
+    if (balanced_load(s.moe.routing)) {
+      // The nearest flag draws random router logits per token: loads balanced on average,
+      // each expert's binomial around it (what `moe.routing: uniform` prices), not exact.
+      arg("--moe-router-force-load-balancing");
+      lost.push_back("moe.routing " + std::string(s.moe.routing == Routing::RoundRobin ? "round_robin" : "balanced") +
+                     " (exact: --moe-router-force-load-balancing draws random router logits, so each expert's load "
+                     "is binomial around the mean, as moe.routing uniform prices it; every expert at its mean takes "
+                     "--moe-expert-capacity-factor 1 --moe-pad-expert-input-to-capacity, which drops tokens)");
+    }
     if (s.moe.fp8_dispatch && t.precision == Precision::Fp8) {
       lost.push_back(
           "moe.dispatch_precision fp8 (tokens dispatched in FP8; Megatron-LM dispatches BF16)");

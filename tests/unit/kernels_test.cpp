@@ -43,6 +43,29 @@ TEST_SUITE("cost.kernels") {
           doctest::Approx(0.8 * 1537.0 * 2816 / (264.0 * 128 * 256)));
   }
 
+  TEST_CASE("routed rows spread around the mean: tile rows and waves counted over the spread") {
+    // 128 x 128 tiles, n = 128 (one column of tiles), no k overhead. The mean m = 4096 sits on
+    // a tile edge (32 rows of tiles) and m ~ Normal(4096, 64^2): r = ceil(m / 128) is 32 for
+    // 3968 < m <= 4096 (Phi(0) - Phi(-2) = 0.47725), 33 for 4096 < m <= 4224 (the same), 31
+    // and 34 with Phi(-2) - Phi(-4) = 0.02272 each and 30 / 35 with ~3e-5: E[r] = 32.5 by
+    // symmetry.
+    GemmKernelSpec g;
+    g.tiles = {GemmTile{128, 128, 1.0}};
+    // No units (no waves): efficiency = m / (E[r] x 128) = 4096 / 4160.
+    CHECK(cost::gemm_model_efficiency(g, 1.0, 0, 4096, 128, 1024, 1, GemmPass::Forward, 1.0, false, 64) ==
+          doctest::Approx(4096.0 / 4160).epsilon(1e-4));
+    CHECK(cost::gemm_model_efficiency(g, 1.0, 0, 4096, 128, 1024, 1, GemmPass::Forward) == doctest::Approx(1.0));
+    // One kernel per group on 32 units: r <= 32 is one wave of 32 tiles, r >= 33 two, each
+    // with probability 1/2: E[slots] = 48 tiles for 32 tiles of work, 2/3; at the mean alone
+    // it would be one wave (1.0), one row above it two (0.5).
+    CHECK(cost::gemm_model_efficiency(g, 1.0, 32, 4096, 128, 1024, 1, GemmPass::Forward, 1.0, false, 64) ==
+          doctest::Approx(2.0 / 3).epsilon(1e-4));
+    // One persistent kernel over 4 groups: 4 x 32.5 = 130 tiles in ceil(130 / 32) = 5 waves of
+    // 32: 4 x 4096 x 128 useful rows x columns over 160 x 128 x 128 = 0.8.
+    CHECK(cost::gemm_model_efficiency(g, 1.0, 32, 4096, 128, 1024, 4, GemmPass::Forward, 1.0, false, 64) ==
+          doctest::Approx(0.8).epsilon(1e-4));
+  }
+
   TEST_CASE("k overhead: each tile pays k0 more elements of k; FP8 pays rate x k0") {
     const GemmKernelSpec g = one_tile(256);
     // one full wave: efficiency = fraction x k / (k + k0) = 0.8 x 4096 / 4352

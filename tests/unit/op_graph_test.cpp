@@ -265,6 +265,29 @@ TEST_SUITE("model.op_graph") {
     CHECK(s0.activations - t0.activations == doctest::Approx(s0.in_flight * s0.moe_layers * elems * 2));
   }
 
+  TEST_CASE("random routing: each expert's rows spread binomially around the mean; balanced routing none") {
+    // Qwen3-235B-A22B (128 experts, top-8) at EP32, micro-batch 1 of 4096 tokens: the EP group
+    // routes 32 x 4096 x 8 copies over 128 experts, 8192 per expert. A given expert is among a
+    // token's 8 with p = 8 / 128, so its count is binomial: sd = sqrt(8192 x (1 - 1/16)) =
+    // sqrt(7680) = 87.6 rows. The forward and input-gradient GEMMs have them as m; the weight
+    // gradient has them as k (linear in the work): no spread there.
+    Plan p = moe_plan("qwen3-235b-a22b", "h100-sxm-ib", 4, 32, 32);
+    p.strategy.moe.routing = Routing::Uniform;
+    auto layers = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    const Layer& l = layer(layers, LayerKind::Moe);
+    const Op& up = op(l, "experts.gate_up_proj");
+    REQUIRE(up.m == doctest::Approx(8192));
+    CHECK(up.m_sd == doctest::Approx(std::sqrt(7680.0)));
+    CHECK(op(l, "experts.down_proj").m_sd == doctest::Approx(std::sqrt(7680.0)));
+    CHECK(op(l, "experts.down_proj.dgrad", Phase::InputGrad).m_sd == doctest::Approx(std::sqrt(7680.0)));
+    CHECK(op(l, "experts.down_proj.wgrad", Phase::WeightGrad).m_sd == 0);
+    CHECK(op(l, "qkv_proj").m_sd == 0);
+    // Forced-balanced routing (and round-robin) gives every expert its mean.
+    p.strategy.moe.routing = Routing::Balanced;
+    auto balanced = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    CHECK(op(layer(balanced, LayerKind::Moe), "experts.gate_up_proj").m_sd == 0);
+  }
+
   TEST_CASE("GPT-OSS's clamped GLU and expert FC2 bias, as Megatron-Core's grouped experts run them eagerly") {
     // Qwen3-235B-A22B's shapes (hidden 4096, experts of 1536) at EP32, 4 experts per rank,
     // given GPT-OSS's expert biases and clamp. Per routed copy (NVIDIA/Megatron-LM@9ed8b0c4ac):
@@ -543,7 +566,11 @@ TEST_SUITE("validation.seed_profile") {
   // table of sec. 1.6; every other kernel uses assumed efficiencies. docs/validation.md has
   // the table and the reasons for each gap.
   TEST_CASE("BR166 EP16 per-op times next to the seed's profile") {
-    const ComputeBreakdown b = estimate_compute(load_plan("br166-ep16-mb2"));
+    // Routed as the profile's run was (the seed-br166-ep16-moe-* cases): forced balanced, every
+    // expert at its mean, no per-expert spread of the grouped GEMMs' rows.
+    Plan plan = load_plan("br166-ep16-mb2");
+    plan.strategy.moe.routing = Routing::Balanced;
+    const ComputeBreakdown b = estimate_compute(plan);
     const LayerEstimate* moe = nullptr;
     for (const auto& l : b.layers) {
       if (l.kind == "moe") moe = &l;
