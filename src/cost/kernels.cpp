@@ -20,6 +20,11 @@ RowTiles row_tiles(double mean, double sd, double tile) {
   RowTiles out;
   const double lo = std::max(1.0, std::floor((mean - 6 * sd) / tile));
   const double hi = std::max(lo, std::ceil((mean + 6 * sd) / tile));
+  if (hi - lo > 256) {
+    // A spread of hundreds of tile rows: the ceil averages to half a tile; no distribution.
+    out.mean = mean / tile + 0.5;
+    return out;
+  }
   auto below = [&](double x) { return 0.5 * std::erfc(-(x - mean) / (sd * std::sqrt(2.0))); };
   for (double r = lo; r <= hi; r += 1) {
     const double upper = r == hi ? 1.0 : below(r * tile);
@@ -51,10 +56,12 @@ double gemm_model_efficiency(const GemmKernelSpec& g, double peak_fraction, int 
       // Split k only while the grid leaves compute units idle (cuBLAS split-K, stream-K).
       if (s > 1 && tiles * (s - 1) >= units) break;
       double waves = units > 0 ? std::ceil(tiles * s / units) * units : tiles * s;
-      if (spread && groups == 1 && units > 0) {
+      if (spread && groups == 1 && units > 0 && !rows.p.empty()) {
         // One kernel per group: each pays the waves of its own rows.
         waves = 0;
         for (const auto& [r, p] : rows.p) waves += p * std::ceil(r * col_tiles * s / units) * units;
+      } else if (spread && groups == 1 && units > 0) {
+        waves = (tiles * s / units + 0.5) * units;  // the last wave half full on average
       }
       const double done = waves * t.m * t.n * (k / s + g.k_overhead * rate);  // MAC slots spent
       best = std::max(best, t.efficiency * work / done);
