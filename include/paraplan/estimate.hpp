@@ -21,6 +21,7 @@ struct OpEstimate {
   double bytes = 0;       ///< HBM bytes read + written
   double m = 0, n = 0, k = 0;  ///< GEMM / attention shape (per group)
   int groups = 1;         ///< grouped GEMM: experts on this rank
+  double m_sd = 0;        ///< grouped GEMM: standard deviation of an expert's m (random routing); 0 = all at m
   double efficiency = 0;  ///< achieved / peak FLOP/s used for the time (GEMM, attention)
   bool per_die = false;   ///< ran on one die (die-level EP)
   bool fp8 = false;       ///< a GEMM run in FP8

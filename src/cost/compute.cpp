@@ -363,6 +363,7 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
       oe.n = op.n;
       oe.k = op.k;
       oe.groups = op.groups;
+      oe.m_sd = op.m_sd;
       oe.efficiency = t.efficiency;
       oe.per_die = op.per_die;
       oe.fp8 = op.low_precision && cm.fp8 && (op.kind == model::OpKind::Gemm || op.kind == model::OpKind::GroupedGemm);

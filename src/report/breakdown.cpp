@@ -180,6 +180,7 @@ void write_breakdown_fields(JsonWriter& w, const Plan& plan, const ComputeBreakd
       if (op.kind != "memory" && op.kind != "host_sync") {
         w.key("shape").begin_array().value(op.m).value(op.n).value(op.k).end_array();
         w.field("groups", op.groups).field("efficiency", op.efficiency);
+        if (op.m_sd > 0) w.field("m_sd", op.m_sd);
       }
       w.field("kernels", op.kernels);
       if (op.kind == "memory") {
@@ -263,7 +264,7 @@ std::string compute_text(const Plan& plan, const ComputeBreakdown& b, bool all_o
   }
   for (const LayerEstimate& l : b.layers) {
     out += "\n" + l.kind + " layer ops" + (all_ops ? "" : " (forward)") + ":\n";
-    out += pad("op", 38) + pad("phase", 12) + pad("m x n x k", 26) + pad("eff", 6, true) + pad("kern", 6, true) +
+    out += pad("op", 38) + pad("phase", 12) + pad("m x n x k", 30) + pad("eff", 6, true) + pad("kern", 6, true) +
            pad("achieved", 14, true) + pad("bound", 9, true) + pad("ms", 10, true) + "\n";
     for (const OpEstimate& op : l.ops) {
       if (!all_ops && op.phase != "forward") continue;
@@ -272,11 +273,12 @@ std::string compute_text(const Plan& plan, const ComputeBreakdown& b, bool all_o
         shape = units::format_size(op.bytes);
         achieved = units::format_rate(op.achieved);
       } else if (op.kind != "host_sync") {
-        shape = fmt("%.0f", op.m) + " x " + fmt("%.0f", op.n) + " x " + fmt("%.0f", op.k);
+        shape = fmt("%.0f", op.m) + (op.m_sd > 0 ? "+-" + fmt("%.0f", op.m_sd) : std::string()) + " x " +
+                fmt("%.0f", op.n) + " x " + fmt("%.0f", op.k);
         if (op.groups > 1) shape = std::to_string(op.groups) + " x (" + shape + ")";
         achieved = units::format_flops(op.achieved);
       }
-      out += pad(op.name + (op.per_die ? " [die]" : ""), 38) + pad(op.phase, 12) + pad(shape, 26) +
+      out += pad(op.name + (op.per_die ? " [die]" : ""), 38) + pad(op.phase, 12) + pad(shape, 30) +
              pad(op.kind == "memory" || op.kind == "host_sync" ? "" : fmt("%.2f", op.efficiency), 6, true) +
              pad(std::to_string(op.kernels), 6, true) + pad(achieved, 14, true) + pad(op.bound, 9, true) +
              pad(ms(op.time_s), 10, true) + "\n";

@@ -282,6 +282,10 @@ TEST_SUITE("model.op_graph") {
     CHECK(op(l, "experts.down_proj.dgrad", Phase::InputGrad).m_sd == doctest::Approx(std::sqrt(7680.0)));
     CHECK(op(l, "experts.down_proj.wgrad", Phase::WeightGrad).m_sd == 0);
     CHECK(op(l, "qkv_proj").m_sd == 0);
+    // The reports show it: the table's shape as mean+-sd (88 rows), the JSON op's m_sd.
+    const ComputeBreakdown b = estimate_compute(p, 1.0);
+    CHECK(compute_text(p, b, false).find("4 x (8192+-88 x ") != std::string::npos);
+    CHECK(compute_json(p, b).find("\"m_sd\": 87.63") != std::string::npos);
     // Forced-balanced routing (and round-robin) gives every expert its mean.
     p.strategy.moe.routing = Routing::Balanced;
     auto balanced = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
