@@ -55,13 +55,16 @@ double gemm_model_efficiency(const GemmKernelSpec& g, double peak_fraction, int 
     for (int s = 1; s <= max_split; ++s) {
       // Split k only while the grid leaves compute units idle (cuBLAS split-K, stream-K).
       if (s > 1 && tiles * (s - 1) >= units) break;
-      double waves = units > 0 ? std::ceil(tiles * s / units) * units : tiles * s;
-      if (spread && groups == 1 && units > 0 && !rows.p.empty()) {
+      double waves = 0;  // in tile slots
+      if (units <= 0) {
+        waves = tiles * s;
+      } else if (!spread || groups > 1) {
+        waves = std::ceil(tiles * s / units) * units;  // one kernel: the groups share waves
+      } else if (rows.p.empty()) {
+        waves = (tiles * s / units + 0.5) * units;  // a wide spread: the last wave half full on average
+      } else {
         // One kernel per group: each pays the waves of its own rows.
-        waves = 0;
         for (const auto& [r, p] : rows.p) waves += p * std::ceil(r * col_tiles * s / units) * units;
-      } else if (spread && groups == 1 && units > 0) {
-        waves = (tiles * s / units + 0.5) * units;  // the last wave half full on average
       }
       const double done = waves * t.m * t.n * (k / s + g.k_overhead * rate);  // MAC slots spent
       best = std::max(best, t.efficiency * work / done);

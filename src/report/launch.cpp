@@ -416,7 +416,7 @@ std::string megatron(const Plan& plan) {
       // The nearest flag draws random router logits per token: loads balanced on average,
       // each expert's binomial around it (what `moe.routing: uniform` prices), not exact.
       arg("--moe-router-force-load-balancing");
-      lost.push_back("moe.routing " + std::string(s.moe.routing == Routing::RoundRobin ? "round_robin" : "balanced") +
+      lost.push_back("moe.routing " + std::string(config::spelling(config::kRoutingNames, s.moe.routing)) +
                      " (exact: --moe-router-force-load-balancing draws random router logits, so each expert's load "
                      "is binomial around the mean, as moe.routing uniform prices it; every expert at its mean takes "
                      "--moe-expert-capacity-factor 1 --moe-pad-expert-input-to-capacity, which drops tokens)");
