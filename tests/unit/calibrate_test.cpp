@@ -765,6 +765,41 @@ TEST_SUITE("calibrate.mamf") {
     CHECK(b200.devices_per_node() == 8);
   }
 
+  TEST_CASE("b300-sxm-ib: B300's own memory, SMs and NIC; B200's dense peaks, NVLink tier and fitted rates") {
+    const HardwareSpec b300 = load_hardware("b300-sxm-ib");
+    const HardwareSpec b200 = load_hardware("b200-sxm-ib");
+    // NVIDIA's aiconfigurator b300_sxm.yaml: 275040 MiB as nvidia-smi reports it (288.4 GB,
+    // the "288 GB" of NVIDIA's Blackwell Ultra blog), 62 TB/s for 8 GPUs, one ConnectX-8 at
+    // 800 Gb/s per GPU. The blog: 160 SMs.
+    CHECK(b300.device.memory_bytes == doctest::Approx(275040.0 * 1024 * 1024));
+    CHECK(b300.device.memory_bytes == doctest::Approx(288.4e9).epsilon(1e-3));
+    CHECK(b300.device.memory_bw_bytes_per_s == doctest::Approx(62e12 / 8));
+    CHECK(b300.device.compute_units == 160);
+    CHECK(b300.tiers.back().bw_bytes_per_s == doctest::Approx(800e9 / 8));
+    // HGX B300 datasheet (dense, as glennklockwood.com tabulates it): 9,000 TFLOPS FP8 and
+    // 4,500 BF16 with sparsity, halved; the same as B200's.
+    CHECK(b300.device.peak(Dtype::Fp8) == doctest::Approx(9000e12 / 2));
+    CHECK(b300.device.peak(Dtype::Bf16) == doctest::Approx(4500e12 / 2));
+    CHECK(b300.device.peak(Dtype::Bf16) == b200.device.peak(Dtype::Bf16));
+    // NVLink 5 on NVSwitch, 1.8 TB/s bidirectional per GPU, and its measured collectives:
+    // B200's tier, merged by name; the all-to-all across nodes takes B200's fraction of the
+    // NIC, 37 / 50 of 100 GB/s.
+    CHECK(b300.devices_per_node() == 8);
+    CHECK(b300.tiers.front().bw_bytes_per_s == doctest::Approx(1.8e12 / 2));
+    CHECK(b300.tiers.front().size_efficiency.size() == b200.tiers.front().size_efficiency.size());
+    REQUIRE(b300.tiers.back().collective(Collective::AllToAll).has_value());
+    CHECK(b300.tiers.back().collective(Collective::AllToAll)->bus_bw_bytes_per_s == doctest::Approx(37e9 / 50e9 * 100e9));
+    CHECK(b300.tiers.back().latency_s == b200.tiers.back().latency_s);
+    // Taken over, not measured on B300: B200's MAMF anchor, its two fitted training rates and
+    // its attention kernels.
+    CHECK(b300.device.gemm_kernel.peak_fraction[static_cast<int>(Dtype::Bf16)] ==
+          b200.device.gemm_kernel.peak_fraction[static_cast<int>(Dtype::Bf16)]);
+    CHECK(b300.calibration.sustained == b200.calibration.sustained);
+    CHECK(b300.calibration.fp8_gemm == b200.calibration.fp8_gemm);
+    REQUIRE(b300.device.attention.size() == b200.device.attention.size());
+    CHECK(b300.device.attention.front().forward == b200.device.attention.front().forward);
+  }
+
   TEST_CASE("h200-sxm-ib: H100's die with H200's memory, its FP8 anchor H200's MAMF figure, by hand") {
     // gemm_mamf_bf16_fp8: NVIDIA H200 SXM FP8 1453.4 TFLOPS of 1979. With h100-sxm-ib's tiles
     // and k overhead (152 BF16 elements = 304.15 at FP8's rate) one wave of 128 x 256 tiles on
