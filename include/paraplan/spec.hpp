@@ -316,11 +316,16 @@ struct HardwareSpec {
   HostSpec host;
   CalibrationSpec calibration;
 
-  /// Devices (cards) per node: product of tier sizes up to the tier before the last,
-  /// divided by dies when the innermost tier is the die tier.
+  /// Devices (cards) per node: product of tier sizes up to the tier named `node` (up to the
+  /// tier before the last where no tier below the last has that name), divided by dies when
+  /// the innermost tier is the die tier. A tier between `node` and the last joins several
+  /// nodes into one scale-up domain (GB200 NVL72: 18 nodes of 4 GPUs on one NVLink switch).
   [[nodiscard]] PARAPLAN_EXPORT int devices_per_node() const;
-  /// Largest node count: the last tier's size.
-  [[nodiscard]] int max_nodes() const { return tiers.empty() ? 0 : tiers.back().size; }
+  /// Devices of one scale-up domain: every tier but the last (the node's devices where no
+  /// tier joins nodes).
+  [[nodiscard]] PARAPLAN_EXPORT int devices_per_domain() const;
+  /// Largest node count: the product of the sizes of the tiers above the node.
+  [[nodiscard]] PARAPLAN_EXPORT int max_nodes() const;
 };
 
 // ---------------------------------------------------------------------------------------

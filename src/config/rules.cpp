@@ -3,6 +3,7 @@
 // stage, DP, and PP outermost.
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "config/pipeline_layout.hpp"
@@ -11,15 +12,46 @@
 
 namespace paraplan {
 
+namespace {
+
+// Index one past the tier named "node" when it sits below the last tier; else the last tier's
+// index (every tier but the last is inside a node). The name is compared by hand: the search
+// asks this for every candidate.
+std::size_t node_end(const std::vector<TierSpec>& tiers) {
+  for (std::size_t i = 0; i + 1 < tiers.size(); ++i) {
+    const std::string& n = tiers[i].name;
+    if (n.size() == 4 && n[0] == 'n' && n[1] == 'o' && n[2] == 'd' && n[3] == 'e') return i + 1;
+  }
+  return tiers.size() - 1;
+}
+
+int devices_below(const HardwareSpec& hw, std::size_t end) {
+  long long product = 1;
+  for (std::size_t i = 0; i < end; ++i) product *= hw.tiers[i].size;
+  const std::string& first = hw.tiers.front().name;
+  const bool die_tier = first.size() == 3 && first[0] == 'd' && first[1] == 'i' && first[2] == 'e';
+  if (die_tier && hw.device.dies > 1) product /= hw.device.dies;
+  return static_cast<int>(product);
+}
+
+}  // namespace
+
 int HardwareSpec::devices_per_node() const {
   if (tiers.size() < 2) return 0;
+  return devices_below(*this, node_end(tiers));
+}
+
+int HardwareSpec::devices_per_domain() const {
+  if (tiers.size() < 2) return 0;
+  return devices_below(*this, tiers.size() - 1);
+}
+
+int HardwareSpec::max_nodes() const {
+  if (tiers.empty()) return 0;
+  if (tiers.size() < 2) return tiers.back().size;
   long long product = 1;
-  for (std::size_t i = 0; i + 1 < tiers.size(); ++i) product *= tiers[i].size;
-  // (the name compared by hand: the search asks this for every candidate)
-  const std::string& first = tiers.front().name;
-  const bool die_tier = first.size() == 3 && first[0] == 'd' && first[1] == 'i' && first[2] == 'e';
-  if (die_tier && device.dies > 1) product /= device.dies;
-  return static_cast<int>(product);
+  for (std::size_t i = node_end(tiers); i < tiers.size(); ++i) product *= tiers[i].size;
+  return static_cast<int>(std::min<long long>(product, std::numeric_limits<int>::max()));
 }
 
 namespace {

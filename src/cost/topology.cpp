@@ -87,6 +87,8 @@ DeviceGraph device_graph(const HardwareSpec& hw, int nodes, bool with_extra_link
   g.devices_per_node = std::max(1, hw.devices_per_node());
   g.links.resize(static_cast<std::size_t>(g.devices()));
   const int dpn = g.devices_per_node;
+  const int total = g.devices();
+  const int domain = std::max(dpn, hw.devices_per_domain());
   const std::size_t first = first_card_tier(hw);
   int sub = 1;  // devices per unit of the tier below
   for (std::size_t i = first; i < hw.tiers.size(); ++i) {
@@ -95,33 +97,35 @@ DeviceGraph device_graph(const HardwareSpec& hw, int nodes, bool with_extra_link
     g.kinds.push_back(LinkKind{t.name, t.bw_bytes_per_s, t.latency_s, false});
     const bool cluster = i + 1 == hw.tiers.size();
     if (!cluster) {
-      // Within a node: units of `unit` devices made of `t.size` sub-units of `sub` devices.
+      // Within a scale-up domain: units of `unit` devices made of `t.size` sub-units of `sub`
+      // devices. Devices are numbered node by node, so a tier that joins nodes (GB200's NVL72
+      // switch over 18 nodes) takes units of several nodes' devices.
       const int unit = sub * t.size;
-      for (int n = 0; n < nodes; ++n) {
-        for (int j = 0; j < dpn; ++j) {
-          const int base = j / unit * unit;
-          const int pos = j - base;
-          const int a = n * dpn + j;
-          if (t.topology == Topology::Pairs) {
-            const int mask = t.partner_xor > 0 ? t.partner_xor : sub;
-            const int p = pos ^ mask;
-            if (p < unit && p > pos) add_link(g, a, n * dpn + base + p, kind);
-          } else if (t.topology == Topology::Ring) {
-            const int next = (pos / sub + 1) % t.size * sub + pos % sub;
-            if (t.size > 1 && next != pos && (t.size > 2 || next > pos)) add_link(g, a, n * dpn + base + next, kind);
-          } else {  // switch, full mesh: every device of another sub-unit
-            for (int p = pos + 1; p < unit; ++p) {
-              if (p / sub != pos / sub) add_link(g, a, n * dpn + base + p, kind);
-            }
+      for (int a = 0; a < total; ++a) {
+        const int base = a / unit * unit;
+        const int pos = a - base;
+        if (t.topology == Topology::Pairs) {
+          const int mask = t.partner_xor > 0 ? t.partner_xor : sub;
+          const int p = pos ^ mask;
+          if (p < unit && p > pos && base + p < total) add_link(g, a, base + p, kind);
+        } else if (t.topology == Topology::Ring) {
+          const int next = (pos / sub + 1) % t.size * sub + pos % sub;
+          if (t.size > 1 && next != pos && (t.size > 2 || next > pos) && base + next < total) {
+            add_link(g, a, base + next, kind);
+          }
+        } else {  // switch, full mesh: every device of another sub-unit
+          for (int p = pos + 1; p < unit && base + p < total; ++p) {
+            if (p / sub != pos / sub) add_link(g, a, base + p, kind);
           }
         }
       }
       sub = unit;
       continue;
     }
-    // Between nodes.
+    // Between scale-up domains (between nodes, where no tier joins them).
     for (int n = 0; n < nodes; ++n) {
       for (int m = n + 1; m < nodes; ++m) {
+        if (n * dpn / domain == m * dpn / domain) continue;
         const bool joined = t.topology == Topology::Pairs   ? (n ^ 1) == m
                             : t.topology == Topology::Ring ? (m == n + 1 || (n == 0 && m == nodes - 1 && nodes > 2))
                                                            : true;
@@ -270,6 +274,10 @@ std::string topology_text(const HardwareSpec& hw, int nodes) {
     } else {
       what = t.rails ? "between nodes: the same index only (rails; another index is forwarded inside a node)"
                      : "between nodes: every device of every other node";
+    }
+    if (cluster && sub > dpn) {
+      what += " of another " + std::to_string(sub / dpn) + "-node domain (" + std::to_string(sub) +
+              " devices; inside it, the tiers above)";
     }
     out += "  " + pad(t.name, 10) + pad(units::format_rate(t.bw_bytes_per_s), 12) +
            pad(units::format_time(t.latency_s), 9) + what + "\n";

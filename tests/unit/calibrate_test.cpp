@@ -800,6 +800,35 @@ TEST_SUITE("calibrate.mamf") {
     CHECK(b300.device.attention.front().forward == b200.device.attention.front().forward);
   }
 
+  TEST_CASE("gb200-nvl72: GB200's memory and 1,200 W peaks; B200's kernel model and fitted rates") {
+    const HardwareSpec gb = load_hardware("gb200-nvl72");
+    const HardwareSpec b200 = load_hardware("b200-sxm-ib");
+    // NVIDIA's aiconfigurator gb200.yaml: 189471 MiB (nvidia-smi), 8 TB/s, 2,500 / 5,000
+    // TFLOPS BF16 / FP8 dense (the Blackwell datasheet's GB200 column: 5,000 / 10,000 with
+    // sparsity), 4 GPUs per node, 72 per rack.
+    CHECK(gb.device.memory_bytes == doctest::Approx(189471.0 * 1024 * 1024));
+    CHECK(gb.device.memory_bw_bytes_per_s == doctest::Approx(8e12));
+    CHECK(gb.device.peak(Dtype::Bf16) == doctest::Approx(5000e12 / 2));
+    CHECK(gb.device.peak(Dtype::Fp8) == doctest::Approx(10000e12 / 2));
+    CHECK(gb.devices_per_node() == 4);
+    CHECK(gb.devices_per_domain() == 72);
+    // NVLink 5 at 1.8 TB/s per GPU both directions (130 TB/s for 72 GPUs, rounded) inside the
+    // tray and across the rack; one 400 Gb/s ConnectX-7 per GPU between racks.
+    REQUIRE(gb.tiers.size() == 3);
+    CHECK(gb.tiers[0].bw_bytes_per_s == doctest::Approx(1.8e12 / 2));
+    CHECK(gb.tiers[1].bw_bytes_per_s == doctest::Approx(1.8e12 / 2));
+    CHECK(72 * 1.8e12 == doctest::Approx(130e12).epsilon(0.01));
+    CHECK(gb.tiers[2].bw_bytes_per_s == doctest::Approx(400e9 / 8));
+    // NVLink-C2C: 900 GB/s both directions between a Grace and its two GPUs.
+    CHECK(gb.host.offload_bw_bytes_per_s == doctest::Approx(900e9 / 2 / 2));
+    // Taken over from the DGX B200 preset, unfitted on GB200.
+    CHECK(gb.calibration.sustained == b200.calibration.sustained);
+    CHECK(gb.calibration.fp8_gemm == b200.calibration.fp8_gemm);
+    CHECK(gb.device.gemm_kernel.peak_fraction[static_cast<int>(Dtype::Bf16)] ==
+          b200.device.gemm_kernel.peak_fraction[static_cast<int>(Dtype::Bf16)]);
+    CHECK(gb.device.attention.front().forward == b200.device.attention.front().forward);
+  }
+
   TEST_CASE("h200-sxm-ib: H100's die with H200's memory, its FP8 anchor H200's MAMF figure, by hand") {
     // gemm_mamf_bf16_fp8: NVIDIA H200 SXM FP8 1453.4 TFLOPS of 1979. With h100-sxm-ib's tiles
     // and k overhead (152 BF16 elements = 304.15 at FP8's rate) one wave of 128 x 256 tiles on

@@ -305,8 +305,10 @@ std::string strategy_for(const Preset& p) {
   }
   const std::string hw = p.kind == FileKind::Hardware ? p.name : "h100-sxm-ib";
   const std::string model = p.kind == FileKind::Model ? p.name : "llama3-70b";
-  return "hardware: " + hw + "\nmodel: " + model +
-         "\nnodes: 4\nparallel: {tp: 8, pp: 4, dp: 1}\ntraining: {micro_batch: 1, global_batch: 16, recompute: full}\n";
+  // 32 devices: 4 nodes of 8, or 8 of GB200's 4
+  const int nodes = 32 / std::max(1, load_hardware(hw).devices_per_node());
+  return "hardware: " + hw + "\nmodel: " + model + "\nnodes: " + std::to_string(nodes) +
+         "\nparallel: {tp: 8, pp: 4, dp: 1}\ntraining: {micro_batch: 1, global_batch: 16, recompute: full}\n";
 }
 
 }  // namespace

@@ -84,6 +84,35 @@ TEST_SUITE("topology") {
     CHECK(longest_from_node0(g) == 1);
   }
 
+  TEST_CASE("GB200 NVL72: nodes of 4 on one NVLink domain of 18 nodes; the cluster tier only between racks") {
+    // hardware/gb200-nvl72.yaml: node (4 GPUs of a tray) -> nvl72 (18 trays) -> cluster.
+    const HardwareSpec hw = load_hardware("gb200-nvl72");
+    CHECK(hw.devices_per_node() == 4);
+    CHECK(hw.devices_per_domain() == 72);
+    CHECK(hw.max_nodes() == 18 * 128);
+    // Two trays: every GPU reaches the other tray's four over NVLink, none over IB.
+    const DeviceGraph two = device_graph(hw, 2);
+    CHECK(neighbours(two, 0, "node") == std::vector<int>{1, 2, 3});
+    CHECK(neighbours(two, 0, "nvl72") == std::vector<int>{4, 5, 6, 7});
+    CHECK(neighbours(two, 0, "cluster").empty());
+    CHECK(longest_from_node0(two) == 1);
+    // Nineteen trays: the 19th is the next rack's first (devices 72-75), joined to the first
+    // rack by IB only, rails not set: every GPU of every tray of the other rack.
+    const DeviceGraph nineteen = device_graph(hw, 19);
+    const std::vector<int> ib = neighbours(nineteen, 0, "cluster");
+    CHECK(ib == std::vector<int>{72, 73, 74, 75});
+    CHECK(neighbours(nineteen, 0, "nvl72").size() == 68);  // the other 17 trays of the rack
+    CHECK(neighbours(nineteen, 72, "nvl72").empty());
+    // The presets with no tier joining nodes keep node = domain.
+    const HardwareSpec h100 = load_hardware("h100-sxm-ib");
+    CHECK(h100.devices_per_node() == 8);
+    CHECK(h100.devices_per_domain() == 8);
+    CHECK(h100.max_nodes() == h100.tiers.back().size);
+    const HardwareSpec br = load_hardware("br166-ubbv2");
+    CHECK(br.devices_per_node() == 8);  // 2 x 4 x 2 dies / 2 dies per card
+    CHECK(br.devices_per_domain() == 8);
+  }
+
   TEST_CASE("a pairs tier without partner_xor joins the same position of the other half") {
     HardwareSpec hw = load_hardware("br166-ubbv2");
     hw.tiers[2].partner_xor = 0;  // the node tier: VNode pairs
