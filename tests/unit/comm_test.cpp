@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "model/op_graph.hpp"
 #include "paraplan/config.hpp"
 #include "paraplan/estimate.hpp"
+#include "paraplan/validate.hpp"
 
 using namespace paraplan;
 using namespace paraplan::cost;
@@ -405,6 +407,35 @@ TEST_SUITE("cost.dispatch") {
     // Combine: the same buffer reduce-scattered at 169 GB/s: 5.56 ms (seeds: 896/169 = 5.3).
     ExchangeCost c = exchange(plan.hardware, ep, Dispatch::AllGather, true);
     CHECK(c.time_s == doctest::Approx(gathered / 169e9 + plan.hardware.tiers[2].latency_s));
+  }
+
+  TEST_CASE("GB200 NVL72: EP64 on 16 trays stays on NVLink; EP128 on 32 trays crosses racks") {
+    // validation/bridge2604-gb200-gpt-oss-120b: 64 GPUs, EP64. The dispatch model's "node" is
+    // everything below the cluster tier: one rack's NVLink domain of 72, so the 64 ranks are
+    // one domain and nothing goes over InfiniBand.
+    const std::vector<ValidationCase> cases = load_cases(
+        (std::filesystem::path(PARAPLAN_SOURCE_DIR) / "validation/bridge2604-gb200-gpt-oss-120b.yaml").string());
+    REQUIRE(cases.size() == 1);
+    Plan plan = cases.front().plan;
+    const auto tok = model::tokens_of(plan.model, plan.strategy, plan.hardware, 1.0);
+    EpLayout ep = ep_layout(plan.hardware, plan.model, plan.strategy, tok.per_rank_moe);
+    CHECK(ep.ranks_per_node == 64);
+    CHECK(ep.nodes == 1);
+    ExchangeCost d = exchange(plan.hardware, ep, Dispatch::AllToAll, false);
+    double ib = 0;
+    for (const Stage& st : d.stages) {
+      if (st.link == "cluster") ib += st.bytes;
+    }
+    CHECK(ib == 0);
+    // 128 GPUs: 72 fit a rack, so 128 ranks are two domains of 64 (the EP group divides
+    // evenly over the racks it spans) and the tokens for the other rack cross IB.
+    plan.strategy.nodes = 32;
+    plan.strategy.parallel.dp = 128;
+    plan.strategy.parallel.ep = 128;
+    plan.strategy.training.global_batch = 2560;
+    EpLayout two = ep_layout(plan.hardware, plan.model, plan.strategy, tok.per_rank_moe);
+    CHECK(two.ranks_per_node == 64);
+    CHECK(two.nodes == 2);
   }
 
   TEST_CASE("single-node all2allv: one row per routed expert, not per distinct rank") {
