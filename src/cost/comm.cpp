@@ -110,9 +110,9 @@ GroupSpan place(const HardwareSpec& hw, int size, long long stride, bool dies) {
     // The group splits evenly over the units of this tier it spans: the most members a unit
     // can hold that divide the group and are whole units of the tier below (a 128-rank group
     // on NVL72's 72-GPU domains is two domains of 64, not 72 and 56).
-    while (m > prev && (g.size % m != 0 || m % prev != 0)) --m;
-    int members = static_cast<int>(std::max<long long>(prev, m));
-    if (i + 1 == hw.tiers.size()) members = g.size;  // the cluster holds every rank
+    const bool cluster = i + 1 == hw.tiers.size();  // the cluster holds every rank
+    while (!cluster && m > prev && (g.size % m != 0 || m % prev != 0)) --m;
+    const int members = cluster ? g.size : static_cast<int>(std::max<long long>(prev, m));
     g.tier.push_back(static_cast<int>(i));
     g.members.push_back(members);
     prev = members;
