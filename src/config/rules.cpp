@@ -17,12 +17,17 @@ namespace {
 // Index one past the tier named "node" when it sits below the last tier; else the last tier's
 // index (every tier but the last is inside a node). The name is compared by hand: the search
 // asks this for every candidate.
+bool is_node(const std::string& n) {
+  return n.size() == 4 && n[0] == 'n' && n[1] == 'o' && n[2] == 'd' && n[3] == 'e';
+}
+
 std::size_t node_end(const std::vector<TierSpec>& tiers) {
-  for (std::size_t i = 0; i + 1 < tiers.size(); ++i) {
-    const std::string& n = tiers[i].name;
-    if (n.size() == 4 && n[0] == 'n' && n[1] == 'o' && n[2] == 'd' && n[3] == 'e') return i + 1;
+  const std::size_t last = tiers.size() - 1;
+  if (last == 0 || is_node(tiers[last - 1].name)) return last;  // the usual place: below the cluster
+  for (std::size_t i = 0; i + 1 < last; ++i) {
+    if (is_node(tiers[i].name)) return i + 1;
   }
-  return tiers.size() - 1;
+  return last;
 }
 
 int devices_below(const HardwareSpec& hw, std::size_t end) {

@@ -111,7 +111,11 @@ GroupSpan place(const HardwareSpec& hw, int size, long long stride, bool dies) {
     // can hold that divide the group and are whole units of the tier below (a 128-rank group
     // on NVL72's 72-GPU domains is two domains of 64, not 72 and 56).
     const bool cluster = i + 1 == hw.tiers.size();  // the cluster holds every rank
-    while (!cluster && m > prev && (g.size % m != 0 || m % prev != 0)) --m;
+    if (!cluster && m < g.size) {  // spans several units (a group that fits is one)
+      int k = static_cast<int>(m);
+      while (k > prev && (g.size % k != 0 || k % prev != 0)) --k;
+      m = k;
+    }
     const int members = cluster ? g.size : static_cast<int>(std::max<long long>(prev, m));
     g.tier.push_back(static_cast<int>(i));
     g.members.push_back(members);
