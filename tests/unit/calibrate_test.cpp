@@ -829,6 +829,26 @@ TEST_SUITE("calibrate.mamf") {
     CHECK(gb.device.attention.front().forward == b200.device.attention.front().forward);
   }
 
+  TEST_CASE("gb300-nvl72: GB200's rack with GB300's memory, 160 SMs and an 800 Gb/s NIC per GPU") {
+    const HardwareSpec gb300 = load_hardware("gb300-nvl72");
+    const HardwareSpec gb200 = load_hardware("gb200-nvl72");
+    // nvidia-smi on a GB300: 284208 MiB; the Blackwell Ultra blog: 160 SMs, 8 TB/s; NVIDIA's
+    // GB300 NVL72 reference architecture: 4 ConnectX-8 (800 Gb/s) per tray of 4 GPUs.
+    CHECK(gb300.device.memory_bytes == doctest::Approx(284208.0 * 1024 * 1024));
+    CHECK(gb300.device.compute_units == 160);
+    CHECK(gb300.device.memory_bw_bytes_per_s == doctest::Approx(8e12));
+    CHECK(gb300.tiers.back().bw_bytes_per_s == doctest::Approx(4 * 800e9 / 8 / 4));
+    // The rack is GB200's, merged by tier name: node 4, 18 nodes per NVLink domain.
+    REQUIRE(gb300.tiers.size() == 3);
+    CHECK(gb300.devices_per_node() == 4);
+    CHECK(gb300.devices_per_domain() == 72);
+    CHECK(gb300.tiers[1].bw_bytes_per_s == gb200.tiers[1].bw_bytes_per_s);
+    // GB300 NVL72: 360 PFLOPS FP8 for training over 72 GPUs, GB200's dense figure.
+    CHECK(gb300.device.peak(Dtype::Fp8) == doctest::Approx(360e15 / 72));
+    CHECK(gb300.device.peak(Dtype::Fp8) == gb200.device.peak(Dtype::Fp8));
+    CHECK(gb300.calibration.sustained == gb200.calibration.sustained);
+  }
+
   TEST_CASE("h200-sxm-ib: H100's die with H200's memory, its FP8 anchor H200's MAMF figure, by hand") {
     // gemm_mamf_bf16_fp8: NVIDIA H200 SXM FP8 1453.4 TFLOPS of 1979. With h100-sxm-ib's tiles
     // and k overhead (152 BF16 elements = 304.15 at FP8's rate) one wave of 128 x 256 tiles on

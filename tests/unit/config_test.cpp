@@ -67,7 +67,7 @@ HardwareSpec br166_in_code() {
 
 TEST_SUITE("config.presets") {
   TEST_CASE("every built-in preset loads; every built-in strategy obeys the rules") {
-    REQUIRE(presets().size() == 33);  // 12 hardware, 6 models, 9 strategies, 6 spaces
+    REQUIRE(presets().size() == 34);  // 13 hardware, 6 models, 9 strategies, 6 spaces
     for (const Preset& p : presets()) {
       CAPTURE(p.name);
       CHECK_FALSE(p.description.empty());
