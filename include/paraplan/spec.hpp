@@ -457,6 +457,8 @@ struct Parallel {
   /// embedding, transformer layers, MTP layers and loss, spelled out; empty = derived from the
   /// settings above. Overrides them when set.
   std::string pipeline_layout;
+  /// Ranks, one device each: tp x cp x dp x pp (the `world` rule: nodes x devices per node).
+  [[nodiscard]] long long world() const { return static_cast<long long>(tp) * cp * dp * pp; }
 };
 
 /// Training settings.

@@ -74,7 +74,7 @@ void check(const Strategy& s, const HardwareSpec& hw, const ModelSpec& m, FailWi
   auto str = [](long long v) { return std::to_string(v); };
   const Parallel& p = s.parallel;
   const int dpn = hw.devices_per_node();
-  const long long world = static_cast<long long>(p.tp) * p.cp * p.dp * p.pp;
+  const long long world = p.world();
   const long long devices = static_cast<long long>(s.nodes) * dpn;
 
   if (s.nodes > hw.max_nodes()) {

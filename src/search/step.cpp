@@ -199,8 +199,7 @@ StepScale step_scale(const HardwareSpec& hw, const ModelSpec& m, const Strategy&
   StepScale sc;
   const double seq = s.training.seq_len > 0 ? s.training.seq_len : m.seq_len;
   sc.tokens = static_cast<double>(s.training.global_batch) * seq;
-  // every rank is a device (the `world` rule: tp x cp x dp x pp = nodes x devices per node)
-  sc.devices = static_cast<double>(s.parallel.tp) * s.parallel.cp * s.parallel.dp * s.parallel.pp;
+  sc.devices = static_cast<double>(s.parallel.world());
   sc.peak = hw.device.peak(Dtype::Bf16) * sc.devices;
   // FLOP per token at the strategy's sequence length (attention grows with it).
   sc.model_flops = c.model_flops_per_token * sc.tokens;
@@ -301,7 +300,7 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
   const Parallel& p = s.parallel;
   const int micro = schedule::micro_batches(s);
   e.micro_batches = micro;
-  e.devices = p.tp * p.cp * p.dp * p.pp;  // the `world` rule: nodes x devices per node
+  e.devices = static_cast<int>(p.world());
 
   // The bottleneck rank; the chunks of every rank only where the simulation needs them.
   const bool simulated = simulate && p.pp > 1;
