@@ -291,12 +291,17 @@ std::string comm_text(const Plan& plan, const CommBreakdown& c) {
   std::string out;
   const RoutingEstimate& r = c.routing;
   if (r.ep > 1) {
+    // The dispatch model's "node" is everything below the cluster tier: on a hardware file
+    // whose scale-up domain joins several nodes (GB200 NVL72) it is that domain.
+    const auto& hw = plan.hardware;
+    const bool domain = hw.devices_per_domain() > hw.devices_per_node() && hw.tiers.size() >= 2;
+    const std::string unit = domain ? hw.tiers[hw.tiers.size() - 2].name + " domain" : "node";
     out += "routing   EP" + std::to_string(r.ep) + (r.ep_over_dies ? " over dies" : "") + ", " +
-           std::to_string(r.ranks_per_node) + " EP ranks per node, " + std::to_string(r.nodes) +
-           " node" + (r.nodes == 1 ? "" : "s") + "; a token needs a given rank with p = " +
-           fmt("%.4f", r.p_rank) + ", a given node with p = " + fmt("%.4f", r.p_node) + "; " +
-           fmt("%.2f", r.ranks_per_token) + " ranks and " + fmt("%.2f", r.nodes_per_token) +
-           " nodes per token\n";
+           std::to_string(r.ranks_per_node) + " EP ranks per " + unit + ", " + std::to_string(r.nodes) +
+           " " + unit + (r.nodes == 1 ? "" : "s") + "; a token needs a given rank with p = " +
+           fmt("%.4f", r.p_rank) + ", a given " + unit + " with p = " + fmt("%.4f", r.p_node) + "; " +
+           fmt("%.2f", r.ranks_per_token) + " ranks and " + fmt("%.2f", r.nodes_per_token) + " " + unit +
+           "s per token\n";
     out += "load      busiest expert " + fmt("%.3f", r.expert_load) + "x the mean, busiest rank " +
            fmt("%.3f", r.rank_load) + "x (" +
            (balanced_load(plan.strategy.moe.routing)

@@ -67,3 +67,29 @@ TEST_SUITE("report.html") {
     fs::remove_all(dir);
   }
 }
+
+TEST_SUITE("report.text") {
+  TEST_CASE("evaluate's routing line names the scale-up domain where it joins several nodes") {
+    // hardware/gb200-nvl72.yaml: 4-GPU trays (node) on one 72-GPU NVLink domain (tier nvl72).
+    // DeepSeek-V3 (256 experts, top-8) at EP64 on 16 trays: one domain, every token's 8 experts
+    // inside it, so p(domain) = 1; p(rank) = 1 - C(252, 8) / C(256, 8) = 0.1199 (4 experts per
+    // rank: 1 - prod_{i<8} (252 - i) / (256 - i)).
+    const HardwareSpec gb = load_hardware("gb200-nvl72");
+    const ModelSpec dsv3 = load_model("deepseek-v3");
+    const Strategy s = parse_strategy(
+        "nodes: 16\nparallel: {tp: 1, pp: 1, dp: 64, ep: 64}\n"
+        "training: {micro_batch: 1, global_batch: 64, recompute: full}\n",
+        "gb200-ep64.yaml", gb, dsv3);
+    const std::string text = evaluation_text(Planner(gb, dsv3).explain(s), false);
+    CHECK(text.find("64 EP ranks per nvl72 domain, 1 nvl72 domain;") != std::string::npos);
+    CHECK(text.find("given rank with p = 0.1199, a given nvl72 domain with p = 1.0000") != std::string::npos);
+    // A preset whose node is its scale-up domain keeps the word node.
+    const HardwareSpec h100 = load_hardware("h100-sxm-ib");
+    const Strategy s8 = parse_strategy(
+        "nodes: 2\nparallel: {tp: 1, pp: 1, dp: 16, ep: 16}\n"
+        "training: {micro_batch: 1, global_batch: 16, recompute: full}\n",
+        "h100-ep16.yaml", h100, dsv3);
+    const std::string t8 = evaluation_text(Planner(h100, dsv3).explain(s8), false);
+    CHECK(t8.find("8 EP ranks per node, 2 nodes;") != std::string::npos);
+  }
+}
