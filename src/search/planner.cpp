@@ -736,10 +736,11 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
   std::vector<int> nodes_auto;
   for (int n = 1; n <= hw.max_nodes(); n *= 2) nodes_auto.push_back(n);
   const auto nodes = pick(sp.nodes, nodes_auto);
-  // tp, etp: powers of two within a node; cp: 1 to 16 (the rules drop what the sequence or
-  // the layout does not allow); cp and etp are 1 unless listed or `auto`.
+  // tp, etp: powers of two within the scale-up domain (a node, or the NVLink domain that joins
+  // several: GB200 NVL72's 72 GPUs); cp: 1 to 16 (the rules drop what the sequence or the
+  // layout does not allow); cp and etp are 1 unless listed or `auto`.
   std::vector<int> tp_auto;
-  for (int t = 1; t <= dpn; t *= 2) tp_auto.push_back(t);
+  for (int t = 1; t <= std::max(dpn, hw.devices_per_domain()); t *= 2) tp_auto.push_back(t);
   const auto tps = pick(sp.tp, tp_auto);
   const auto cps = pick(sp.cp, std::vector<int>{1, 2, 4, 8, 16}, std::vector<int>{1});
   // cp_comm: the listed schemes (auto: all four) where cp > 1; p2p when absent.

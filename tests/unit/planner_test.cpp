@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <map>
+#include <set>
+#include <string>
 
 #include "cost/comm.hpp"
 #include "paraplan/config.hpp"
@@ -407,6 +409,28 @@ TEST_SUITE("search.planner") {
     CHECK(parsed.cp.values == std::vector<int>{1});
     CHECK(parsed.etp.values == std::vector<int>{1});
     CHECK(parsed.pp.auto_values);
+  }
+
+  TEST_CASE("tp auto: powers of two up to the scale-up domain, not the node") {
+    // hardware/gb200-nvl72.yaml: 4-GPU trays on a 72-GPU NVLink domain -> tp 1..64;
+    // h100-sxm-ib: the node is the domain (8 GPUs) -> tp 1..8. Llama 3 405B's 128 heads and 8
+    // KV heads allow every power of two to 64 (kv_heads_tp: replicas when tp > 8).
+    auto tps = [](const char* hw, int nodes) {
+      const std::string text = std::string("hardware: ") + hw + "\nmodel: llama3-405b\nnodes: [" +
+                               std::to_string(nodes) + "]\nparallel: {tp: auto, pp: 1, cp: 1}\n"
+                               "training: {micro_batch: [1], global_batch: [64], recompute: [full]}\n"
+                               "schedule: [1f1b]\n";
+      const SearchSpace sp = parse_search_space(text, "tp.yaml");
+      Planner planner(load_hardware(hw), load_model("llama3-405b"));
+      SearchOptions o;
+      o.keep_all = true;
+      o.resimulate = 0;
+      std::set<int> seen;
+      for (const Estimate& e : planner.search(sp, o).all) seen.insert(e.strategy.parallel.tp);
+      return seen;
+    };
+    CHECK(tps("gb200-nvl72", 16) == std::set<int>{1, 2, 4, 8, 16, 32, 64});
+    CHECK(tps("h100-sxm-ib", 8) == std::set<int>{1, 2, 4, 8});
   }
 
   TEST_CASE("the Pareto front: no member is dominated by another") {
