@@ -155,6 +155,10 @@ struct StageMemory {
   double allocator_excess = 0;
   double total = 0;           ///< sum of the above
   double host_bytes = 0;      ///< per device in host memory (offloaded optimizer, activations)
+  /// Activation bytes of one in-flight set that training.offload_layers keeps in host memory
+  /// (part of host_bytes): each micro-batch copies them out in its forward and back for its
+  /// backward.
+  double offloaded_activations = 0;
   std::vector<MemoryPart> activation_parts;  ///< activations by module (sums to `activations`)
   std::vector<MemoryPart> buffer_parts;      ///< buffers by kind (sums to `buffers`)
 };

@@ -472,6 +472,11 @@ struct Training {
   Optimizer optimizer = Optimizer::Adam;
   bool optimizer_offload = false;
   bool activation_offload = false;
+  /// Activations of this many of a rank's transformer layers go to host memory during the
+  /// forward and come back for the backward, overlapped with compute (Megatron-Core's
+  /// cpu_offloading_num_layers on Transformer Engine's CPU-offload context: one micro-batch in
+  /// flight, no pipeline, no recompute). `training.offload_layers: N`; 0 = none.
+  int offload_layers = 0;
   /// Attention kernel: flash (fused, no s x s tensors) or unfused (QK^T and PV as batched
   /// GEMMs with a softmax over the s x s scores in between, as Megatron-LM before FlashAttention).
   bool unfused_attention = false;
@@ -643,7 +648,7 @@ struct RuleViolation {
 /// Checks a strategy against its hardware and model; empty when valid.
 /// Rules: world, heads_tp, kv_heads_tp, experts_ep, ep_world, layers_pp, batch_dp, batch_runs,
 /// vpp_schedule, dualpipe_pp, nodes_cluster, seq_cp, moe_fields, ep_over_dies, sp_tp,
-/// attention_kernel, pipeline_layout.
+/// attention_kernel, pipeline_layout, offload_layers_pp, offload_layers.
 [[nodiscard]] PARAPLAN_EXPORT std::vector<RuleViolation> check_rules(const Strategy& s, const HardwareSpec& hw,
                                                      const ModelSpec& m);
 /// The first rule `s` breaks, in check_rules' order, without building its message (the
@@ -687,6 +692,7 @@ struct SearchSpace {
   bool fp32_grad_add = false;      ///< training.grad_accumulation: fp32_add
   bool grad_all_reduce = false;    ///< training.grad_reduce: all_reduce
   bool cuda_graphs = false;        ///< training.cuda_graphs
+  int offload_layers = 0;          ///< training.offload_layers
   bool repeat_kv = false;          ///< training.repeat_kv
   bool separate_linears = false;   ///< training.linears: separate
   Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;  ///< training.fp8_recipe

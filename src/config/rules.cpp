@@ -172,6 +172,18 @@ void check(const Strategy& s, const HardwareSpec& hw, const ModelSpec& m, FailWi
                ", but the model's " + str(m.layers) + " layers cannot give every inner chunk a layer");
     }
   }
+  // Megatron-Core's CPU offload of layers' activations (transformer_config.py: no pipeline,
+  // fewer layers than the model's).
+  if (s.training.offload_layers > 0 && p.pp > 1) {
+    fail("offload_layers_pp", "training.offload_layers",
+         "offload_layers " + str(s.training.offload_layers) + " needs pp 1 (Megatron-Core's CPU offloading has no "
+         "pipeline support), pp is " + str(p.pp));
+  }
+  if (s.training.offload_layers >= m.layers) {
+    fail("offload_layers", "training.offload_layers",
+         "offload_layers " + str(s.training.offload_layers) + " must be below the model's " + str(m.layers) +
+             " layers (one layer's activations at least stay on the device)");
+  }
   const long long per_step = static_cast<long long>(p.dp) * s.training.micro_batch;
   if (s.training.global_batch % per_step != 0) {
     fail("batch_dp", "training.global_batch",

@@ -709,6 +709,13 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
 
   // Rank r's activations, `in_flight` sets spread evenly over its chunks, its host memory and
   // its total (everything else of `st` filled from `o`).
+  // The share of a set's activations training.offload_layers moves to host memory: that many
+  // of the rank's layers (a layer's activations taken as the set's per layer).
+  auto layer_offload_share = [&](int layers) {
+    return s.training.offload_layers > 0 && layers > 0
+               ? std::min(1.0, static_cast<double>(s.training.offload_layers) / layers)
+               : 0.0;
+  };
   auto place_sets = [&](StageMemory& st, int r, double in_flight, std::size_t chunks, const Held& o) {
     st.stage = r;
     st.in_flight = in_flight;
@@ -720,6 +727,12 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
       on_device = 1.0 / static_cast<double>(chunks);
       st.host_bytes += o.per_set_sum * (sets_per_chunk_avg - on_device);
     }
+    // Layer offload (training.offload_layers, Transformer Engine's CPU-offload context): the
+    // activations of that many of the rank's layers, of each set, live in host memory.
+    const double offloaded = layer_offload_share(st.layers);
+    st.offloaded_activations = o.per_set_sum * offloaded;
+    st.host_bytes += o.per_set_sum * on_device * offloaded;
+    on_device *= 1.0 - offloaded;
     st.activations = o.per_set_sum * on_device;
     if (detail) add_parts(st.activation_parts, o.per_set, on_device);
     if (o.ws > 0) {
@@ -748,6 +761,7 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
     int first = 0;
     double optimizer_host = 0, per_set_sum = 0;
     std::size_t chunks = 1;
+    int layers = 0;
   };
   thread_local std::vector<RunHost> run_host;  // reused: no allocation per candidate
   run_host.clear();
@@ -793,7 +807,7 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
     st.buffers = held.buffers;
     if (detail) st.buffer_parts = held.buffer_parts;
     place_sets(st, r, in_flight, chunks.size(), held);
-    if (compact) run_host.push_back({r, held.optimizer_host, held.per_set_sum, chunks.size()});
+    if (compact) run_host.push_back({r, held.optimizer_host, held.per_set_sum, chunks.size(), st.layers});
   }
   // Rank r's host memory: its stage's, or (compact) as place_sets gives it for r's sets.
   auto host_of = [&](int r) {
@@ -802,10 +816,13 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
                                                 [](int rank, const RunHost& h) { return rank < h.first; }));
     double host = run->optimizer_host;
     const double in_flight = schedule::in_flight_sets(s, r, run_micro);
+    double on_device = in_flight / static_cast<double>(run->chunks);
     if (s.training.activation_offload && in_flight > 1) {
       const double chunks = static_cast<double>(run->chunks);
       host += run->per_set_sum * (in_flight / chunks - 1.0 / chunks);
+      on_device = 1.0 / chunks;
     }
+    host += run->per_set_sum * on_device * layer_offload_share(run->layers);
     return host;
   };
 
@@ -828,7 +845,7 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
     // Every node lies inside one stage and holds per_node of its ranks (what the sweep below
     // finds, without it): without activation offload a stage's ranks keep their run's.
     double most = 0;
-    if (compact && !s.training.activation_offload) {
+    if (compact && !s.training.activation_offload && s.training.offload_layers == 0) {
       for (const RunHost& run : run_host) most = std::max(most, run.optimizer_host);
     } else {
       for (int r = 0; r < pp; ++r) most = std::max(most, host_of(r));

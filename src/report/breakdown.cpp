@@ -36,6 +36,7 @@ void write_strategy(report::JsonWriter& w, const Plan& plan) {
   w.field("optimizer", spelling(kOptimizerNames, s.training.optimizer));
   w.field("optimizer_offload", s.training.optimizer_offload);
   w.field("activation_offload", s.training.activation_offload);
+  w.field("offload_layers", s.training.offload_layers);
   w.field("elementwise", s.training.eager_elementwise ? "eager" : "fused");
   w.field("loss", s.training.eager_loss ? "eager" : s.training.unfused_loss ? "unfused" : "fused");
   w.field("attention", s.training.unfused_attention ? std::string("unfused")

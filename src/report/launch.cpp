@@ -354,6 +354,8 @@ std::string megatron(const Plan& plan) {
         "training.activation_offload (activations to host memory; Transformer Engine's CPU offload "
         "is not a pretrain_gpt.py argument)");
   }
+  // Megatron-LM's arguments.py turns cpu_offloading on when the layer count is set.
+  if (t.offload_layers > 0) arg("--cpu-offloading-num-layers " + std::to_string(t.offload_layers));
   if (t.unfused_attention) {
     arg("--attention-backend unfused");
   } else if (t.attention_kernel == "cudnn") {
@@ -663,6 +665,9 @@ std::string torchtitan(const Plan& plan) {
   if (t.optimizer_offload) o.add("enable_cpu_offload = true");
   if (t.activation_offload)
     lost.push_back("training.activation_offload (activations to host memory)");
+  if (t.offload_layers > 0)
+    lost.push_back("training.offload_layers " + std::to_string(t.offload_layers) +
+                   " (layers' activations to host memory: Megatron-Core's CPU offloading)");
   if (t.unfused_attention || !t.attention_kernel.empty()) {
     lost.push_back("training.attention " +
                    std::string(t.unfused_attention ? "unfused" : t.attention_kernel) +

@@ -816,6 +816,7 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
   base.training.fp32_grad_add = sp.fp32_grad_add;
   base.training.grad_all_reduce = sp.grad_all_reduce;
   base.training.cuda_graphs = sp.cuda_graphs;
+  base.training.offload_layers = sp.offload_layers;
   base.training.pipeline_runs = sp.pipeline_runs;
   base.training.repeat_kv = sp.repeat_kv;
   base.training.separate_linears = sp.separate_linears;
@@ -1033,7 +1034,7 @@ std::string search_key(const SearchSpace& sp, const SearchOptions& o) {
   put(k, sp.schedule);
   put(k, sp.attention_kernel);
   put(k, sp.pipeline_layout);
-  for (int v : {sp.first_stage_layers, sp.last_stage_layers, sp.eager_loss, sp.seq_len, sp.pipeline_runs,
+  for (int v : {sp.first_stage_layers, sp.last_stage_layers, sp.eager_loss, sp.seq_len, sp.pipeline_runs, sp.offload_layers,
                 static_cast<int>(sp.collective_algorithm), static_cast<int>(sp.fp8_recipe), o.top, static_cast<int>(o.objective), o.resimulate}) {
     raw(k, v);
   }

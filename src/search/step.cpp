@@ -391,6 +391,14 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
       const double per_micro = 2 * set / hw.host.offload_bw_bytes_per_s;
       t.offload = micro * std::max(0.0, per_micro - worst.total());
     }
+    // Layer offload: each micro-batch copies its offloaded layers' activations out during its
+    // forward and back during its backward, on the host link's two directions, each beside
+    // that pass's compute (Transformer Engine's offload context prefetches the next layer's);
+    // what a pass cannot hide is exposed.
+    if (st.offloaded_activations > 0 && hw.host.offload_bw_bytes_per_s > 0) {
+      const double copy = st.offloaded_activations / hw.host.offload_bw_bytes_per_s;
+      t.offload += micro * (std::max(0.0, copy - worst.f) + std::max(0.0, copy - (worst.b + worst.w)));
+    }
   }
   t.exposed_comm = t.tp_comm + t.ep_comm + t.pp_comm + t.dp_comm;
   e.step_time_s = t.compute + t.exposed_comm + t.pp_bubble + t.optimizer + t.queueing + t.offload;

@@ -627,6 +627,20 @@ TEST_SUITE("interop.export") {
     CHECK(lines_with(d, "--cuda-graph-modules").empty());
   }
 
+  TEST_CASE("layer offload exports as Megatron-LM's --cpu-offloading-num-layers") {
+    // Megatron-LM megatron/training/arguments.py: cpu_offloading_num_layers > 0 turns
+    // cpu_offloading on; torchtitan has no counterpart.
+    Plan p;
+    p.model = load_model("llama3-70b");
+    p.hardware = load_hardware("gb200-nvl72");
+    p.strategy = parse_strategy(
+        "hardware: gb200-nvl72\nmodel: llama3-70b\nnodes: 16\nparallel: {tp: 1, pp: 1, dp: 64}\n"
+        "training: {micro_batch: 2, global_batch: 256, zero: 3, offload_layers: 40}\n",
+        "o.yaml", p.hardware, p.model);
+    CHECK(lines_with(launch_settings(p, LaunchTarget::Megatron), "--cpu-offloading-num-layers 40").size() == 1);
+    CHECK(lines_with(launch_settings(p, LaunchTarget::Torchtitan), "# not expressible: training.offload_layers 40").size() == 1);
+  }
+
   TEST_CASE("Megatron-LM arguments of br166-ep16-mb2, each from the strategy file") {
     const std::string m = launch_settings(load_plan("br166-ep16-mb2"), LaunchTarget::Megatron);
     // parallel: {tp: 1, pp: 16, dp: 8, ep: 16, etp: 1, vpp: 1, cp: 1}; micro_batch 2, global 960;

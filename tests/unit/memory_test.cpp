@@ -478,6 +478,28 @@ TEST_SUITE("cost.memory") {
     CHECK(off.host_bytes == doctest::Approx(on.activations * 3 / 4));
   }
 
+  TEST_CASE("layer offload: that many of the rank's layers' activations live in host memory") {
+    // Megatron-Core's cpu_offloading_num_layers (Transformer Engine's offload context), as the
+    // Megatron-Bridge GB200 / GB300 Llama 3 70B presets run it: 40 or 20 of the 80 layers.
+    // One set in flight (pp 1), so 40 of 80 layers leave half of it on the device and put
+    // the other half in host memory; 79 leave 1 / 80.
+    Plan p = make_plan("llama3-70b", "gb200-nvl72", 1, 1, 64, 2, 256);
+    const StageMemory on = estimate_memory(p).stages[0];
+    REQUIRE(on.layers == 80);
+    CHECK(on.in_flight == 1);
+    CHECK(on.offloaded_activations == 0);
+    p.strategy.training.offload_layers = 40;
+    const StageMemory half = estimate_memory(p).stages[0];
+    CHECK(half.activations == doctest::Approx(on.activations / 2));
+    CHECK(half.host_bytes == doctest::Approx(on.host_bytes + on.activations / 2));
+    CHECK(half.offloaded_activations == doctest::Approx(on.activations / 2));
+    CHECK(half.weights == on.weights);
+    p.strategy.training.offload_layers = 79;
+    const StageMemory most = estimate_memory(p).stages[0];
+    CHECK(most.activations == doctest::Approx(on.activations / 80));
+    CHECK(most.host_bytes == doctest::Approx(on.host_bytes + on.activations * 79 / 80));
+  }
+
   TEST_CASE("infeasible: the reason names the stage, the largest part and the overflow") {
     Plan p = make_plan("llama3-70b", "h100-sxm-ib", 8, 1, 1, 1, 8);  // 70B on 8 GPUs, Adam
     MemoryEstimate e = estimate_memory(p);

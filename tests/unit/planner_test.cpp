@@ -411,6 +411,44 @@ TEST_SUITE("search.planner") {
     CHECK(parsed.pp.auto_values);
   }
 
+  TEST_CASE("layer offload: the copies hide under each pass's compute, the excess is exposed") {
+    // Llama 3 70B on 64 GB200 (Megatron-FSDP as ZeRO-3, MBS 2, 2 micro-batches): 40 of the 80
+    // layers offloaded (hardware/gb200-nvl72.yaml: NVLink-C2C 225 GB/s per GPU per direction).
+    // Half of a set is ~156 GB, 0.7 s each way, under a forward of ~1.2 s: nothing exposed. On a
+    // 10 GB/s host link each direction takes C = bytes / 10 GB/s and exposes C - F in the
+    // forward and C - (B + W) in the backward, per micro-batch.
+    const HardwareSpec gb = load_hardware("gb200-nvl72");
+    const ModelSpec llama = load_model("llama3-70b");
+    const std::string text = "nodes: 16\nparallel: {tp: 1, pp: 1, dp: 64}\n"
+                             "training: {micro_batch: 2, global_batch: 256, zero: 3, offload_layers: 40}\n";
+    const Strategy s = parse_strategy(text, "offload.yaml", gb, llama);
+    REQUIRE(s.training.offload_layers == 40);
+    const Evaluation ev = Planner(gb, llama).explain(s);
+    const double bytes = ev.memory.stages[0].offloaded_activations;
+    CHECK(bytes > 100e9);
+    CHECK(bytes / 225e9 < ev.estimate.stage_f_s);
+    CHECK(ev.estimate.time_s.offload == 0);
+    HardwareSpec slow = gb;
+    slow.host.offload_bw_bytes_per_s = 10e9;
+    const Estimate e = Planner(slow, llama).evaluate(s);
+    const double c = bytes / 10e9;
+    REQUIRE(c > e.stage_b_s + e.stage_w_s);
+    CHECK(e.micro_batches == 2);
+    CHECK(e.time_s.offload == doctest::Approx(2 * ((c - e.stage_f_s) + (c - e.stage_b_s - e.stage_w_s))));
+    // Megatron-Core refuses it with a pipeline, and for every layer of the rank.
+    Strategy piped = s;
+    piped.parallel.pp = 2;
+    piped.parallel.dp = 32;
+    const std::vector<RuleViolation> v = check_rules(piped, gb, llama);
+    REQUIRE(v.size() == 1);
+    CHECK(v[0].rule == "offload_layers_pp");
+    Strategy all = s;
+    all.training.offload_layers = 80;
+    const std::vector<RuleViolation> w = check_rules(all, gb, llama);
+    REQUIRE(w.size() == 1);
+    CHECK(w[0].rule == "offload_layers");
+  }
+
   TEST_CASE("tp auto: powers of two up to the scale-up domain, not the node") {
     // hardware/gb200-nvl72.yaml: 4-GPU trays on a 72-GPU NVLink domain -> tp 1..64;
     // h100-sxm-ib: the node is the domain (8 GPUs) -> tp 1..8. Llama 3 405B's 128 heads and 8
