@@ -474,8 +474,8 @@ struct Training {
   bool activation_offload = false;
   /// Activations of this many of a rank's transformer layers go to host memory during the
   /// forward and come back for the backward, overlapped with compute (Megatron-Core's
-  /// cpu_offloading_num_layers on Transformer Engine's CPU-offload context: one micro-batch in
-  /// flight, no pipeline, no recompute). `training.offload_layers: N`; 0 = none.
+  /// cpu_offloading_num_layers on Transformer Engine's CPU-offload context; Megatron-Core
+  /// allows it without a pipeline and without recompute). `training.offload_layers: N`; 0 = none.
   int offload_layers = 0;
   /// Attention kernel: flash (fused, no s x s tensors) or unfused (QK^T and PV as batched
   /// GEMMs with a softmax over the s x s scores in between, as Megatron-LM before FlashAttention).

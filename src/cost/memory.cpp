@@ -707,8 +707,6 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
     }
   };
 
-  // Rank r's activations, `in_flight` sets spread evenly over its chunks, its host memory and
-  // its total (everything else of `st` filled from `o`).
   // The share of a set's activations training.offload_layers moves to host memory: that many
   // of the rank's layers (a layer's activations taken as the set's per layer).
   auto layer_offload_share = [&](int layers) {
@@ -716,6 +714,8 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
                ? std::min(1.0, static_cast<double>(s.training.offload_layers) / layers)
                : 0.0;
   };
+  // Rank r's activations, `in_flight` sets spread evenly over its chunks, its host memory and
+  // its total (everything else of `st` filled from `o`).
   auto place_sets = [&](StageMemory& st, int r, double in_flight, std::size_t chunks, const Held& o) {
     st.stage = r;
     st.in_flight = in_flight;

@@ -74,22 +74,20 @@ TEST_SUITE("report.text") {
     // DeepSeek-V3 (256 experts, top-8) at EP64 on 16 trays: one domain, every token's 8 experts
     // inside it, so p(domain) = 1; p(rank) = 1 - C(252, 8) / C(256, 8) = 0.1199 (4 experts per
     // rank: 1 - prod_{i<8} (252 - i) / (256 - i)).
-    const HardwareSpec gb = load_hardware("gb200-nvl72");
     const ModelSpec dsv3 = load_model("deepseek-v3");
-    const Strategy s = parse_strategy(
-        "nodes: 16\nparallel: {tp: 1, pp: 1, dp: 64, ep: 64}\n"
-        "training: {micro_batch: 1, global_batch: 64, recompute: full}\n",
-        "gb200-ep64.yaml", gb, dsv3);
-    const std::string text = evaluation_text(Planner(gb, dsv3).explain(s), false);
+    // evaluate's text of DeepSeek-V3 at EP = DP = `ep` with no pipeline on `nodes` of `hw`
+    auto text_of = [&](const char* hw, int nodes, int ep) {
+      const HardwareSpec h = load_hardware(hw);
+      const std::string yaml = "nodes: " + std::to_string(nodes) + "\nparallel: {tp: 1, pp: 1, dp: " +
+                               std::to_string(ep) + ", ep: " + std::to_string(ep) +
+                               "}\ntraining: {micro_batch: 1, global_batch: " + std::to_string(ep) +
+                               ", recompute: full}\n";
+      return evaluation_text(Planner(h, dsv3).explain(parse_strategy(yaml, "ep.yaml", h, dsv3)), false);
+    };
+    const std::string text = text_of("gb200-nvl72", 16, 64);
     CHECK(text.find("64 EP ranks per nvl72 domain, 1 nvl72 domain;") != std::string::npos);
     CHECK(text.find("given rank with p = 0.1199, a given nvl72 domain with p = 1.0000") != std::string::npos);
     // A preset whose node is its scale-up domain keeps the word node.
-    const HardwareSpec h100 = load_hardware("h100-sxm-ib");
-    const Strategy s8 = parse_strategy(
-        "nodes: 2\nparallel: {tp: 1, pp: 1, dp: 16, ep: 16}\n"
-        "training: {micro_batch: 1, global_batch: 16, recompute: full}\n",
-        "h100-ep16.yaml", h100, dsv3);
-    const std::string t8 = evaluation_text(Planner(h100, dsv3).explain(s8), false);
-    CHECK(t8.find("8 EP ranks per node, 2 nodes;") != std::string::npos);
+    CHECK(text_of("h100-sxm-ib", 2, 16).find("8 EP ranks per node, 2 nodes;") != std::string::npos);
   }
 }
