@@ -729,10 +729,12 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
     }
     // Layer offload (training.offload_layers, Transformer Engine's CPU-offload context): the
     // activations of that many of the rank's layers, of each set, live in host memory.
-    const double offloaded = layer_offload_share(st.layers);
-    st.offloaded_activations = o.per_set_sum * offloaded;
-    st.host_bytes += o.per_set_sum * on_device * offloaded;
-    on_device *= 1.0 - offloaded;
+    if (s.training.offload_layers > 0) {
+      const double offloaded = layer_offload_share(st.layers);
+      st.offloaded_activations = o.per_set_sum * offloaded;
+      st.host_bytes += o.per_set_sum * on_device * offloaded;
+      on_device *= 1.0 - offloaded;
+    }
     st.activations = o.per_set_sum * on_device;
     if (detail) add_parts(st.activation_parts, o.per_set, on_device);
     if (o.ws > 0) {
@@ -759,9 +761,9 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
   // Compact: what each stage's ranks keep in host memory, for host_of.
   struct RunHost {
     int first = 0;
+    int layers = 0;
     double optimizer_host = 0, per_set_sum = 0;
     std::size_t chunks = 1;
-    int layers = 0;
   };
   thread_local std::vector<RunHost> run_host;  // reused: no allocation per candidate
   run_host.clear();
@@ -807,7 +809,7 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
     st.buffers = held.buffers;
     if (detail) st.buffer_parts = held.buffer_parts;
     place_sets(st, r, in_flight, chunks.size(), held);
-    if (compact) run_host.push_back({r, held.optimizer_host, held.per_set_sum, chunks.size(), st.layers});
+    if (compact) run_host.push_back({r, st.layers, held.optimizer_host, held.per_set_sum, chunks.size()});
   }
   // Rank r's host memory: its stage's, or (compact) as place_sets gives it for r's sets.
   auto host_of = [&](int r) {
@@ -822,7 +824,7 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
       host += run->per_set_sum * (in_flight / chunks - 1.0 / chunks);
       on_device = 1.0 / chunks;
     }
-    host += run->per_set_sum * on_device * layer_offload_share(run->layers);
+    if (s.training.offload_layers > 0) host += run->per_set_sum * on_device * layer_offload_share(run->layers);
     return host;
   };
 
