@@ -707,12 +707,11 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
     }
   };
 
-  // The share of a set's activations training.offload_layers moves to host memory: that many
-  // of the rank's layers (a layer's activations taken as the set's per layer).
+  // The share of a set's activations training.offload_layers (> 0: the callers ask) moves to
+  // host memory: that many of the rank's layers (a layer's activations taken as the set's per
+  // layer).
   auto layer_offload_share = [&](int layers) {
-    return s.training.offload_layers > 0 && layers > 0
-               ? std::min(1.0, static_cast<double>(s.training.offload_layers) / layers)
-               : 0.0;
+    return layers > 0 ? std::min(1.0, static_cast<double>(s.training.offload_layers) / layers) : 0.0;
   };
   // Rank r's activations, `in_flight` sets spread evenly over its chunks, its host memory and
   // its total (everything else of `st` filled from `o`).

@@ -295,7 +295,7 @@ std::string comm_text(const Plan& plan, const CommBreakdown& c) {
     // The dispatch model's "node" is everything below the cluster tier: on a hardware file
     // whose scale-up domain joins several nodes (GB200 NVL72) it is that domain.
     const auto& hw = plan.hardware;
-    const bool domain = hw.devices_per_domain() > hw.devices_per_node() && hw.tiers.size() >= 2;
+    const bool domain = hw.devices_per_domain() > hw.devices_per_node();  // then at least two tiers
     const std::string unit = domain ? hw.tiers[hw.tiers.size() - 2].name + " domain" : "node";
     out += "routing   EP" + std::to_string(r.ep) + (r.ep_over_dies ? " over dies" : "") + ", " +
            std::to_string(r.ranks_per_node) + " EP ranks per " + unit + ", " + std::to_string(r.nodes) +

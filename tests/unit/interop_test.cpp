@@ -630,13 +630,10 @@ TEST_SUITE("interop.export") {
   TEST_CASE("layer offload exports as Megatron-LM's --cpu-offloading-num-layers") {
     // Megatron-LM megatron/training/arguments.py: cpu_offloading_num_layers > 0 turns
     // cpu_offloading on; torchtitan has no counterpart.
-    Plan p;
-    p.model = load_model("llama3-70b");
-    p.hardware = load_hardware("gb200-nvl72");
-    p.strategy = parse_strategy(
+    const Plan p = parse_plan(
         "hardware: gb200-nvl72\nmodel: llama3-70b\nnodes: 16\nparallel: {tp: 1, pp: 1, dp: 64}\n"
         "training: {micro_batch: 2, global_batch: 256, zero: 3, offload_layers: 40}\n",
-        "o.yaml", p.hardware, p.model);
+        "o.yaml");
     CHECK(lines_with(launch_settings(p, LaunchTarget::Megatron), "--cpu-offloading-num-layers 40").size() == 1);
     CHECK(lines_with(launch_settings(p, LaunchTarget::Torchtitan), "# not expressible: training.offload_layers 40").size() == 1);
   }
