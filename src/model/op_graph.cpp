@@ -428,6 +428,19 @@ void add_transformer_layer(const Ctx& c, std::vector<Op>& ops, bool moe, const s
     Op permute = memory("permute", Module::Experts, rows * h * kAct, rows * h * kAct, MemClass::Permute, 2);
     Op unpermute = memory("unpermute", Module::Experts, rows * h * kAct, rows * h * kAct, MemClass::Permute, 2);
     permute.per_die = unpermute.per_die = per_die;
+    // An all-to-all delivers a rank's tokens grouped by source rank, then by expert; with
+    // more than one local expert the dispatcher copies them once more into expert order
+    // before the grouped GEMM, and back into source-rank order before the combine (a second
+    // permutation each way, one kernel when fused: Megatron-Core's MoEAlltoAllTokenDispatcher
+    // dispatch_postprocess / combine_preprocess, sort_chunks_by_idxs, NVIDIA/Megatron-LM@
+    // d98e8a64dd megatron/core/transformer/moe/token_dispatcher.py). DeepEP's dispatch takes
+    // the routing map and leaves one permutation after it; an all-gather dispatch picks the
+    // local experts' rows in its one permutation.
+    const bool sorted_chunks = d == Dispatch::AllToAll && c.tok.experts_per_rank > 1;
+    Op sort = memory("sort_by_expert", Module::Experts, 2 * copies * h * kAct, 2 * copies * h * kAct,
+                     MemClass::Permute, 1);
+    Op unsort = sort;
+    unsort.name = "unsort_by_expert";
     // Dropless MoE copies the token counts per expert to the host (grouped-GEMM sizes,
     // all-to-all splits) and waits for them: the stream drains once per forward.
     Op sync;
@@ -436,6 +449,7 @@ void add_transformer_layer(const Ctx& c, std::vector<Op>& ops, bool moe, const s
     sync.module = Module::Router;
     ops.push_back(sync);
     ops.push_back(permute);
+    if (sorted_chunks) ops.push_back(sort);
     const std::size_t experts_up = ops.size();
     add_ffn(c, ops, "experts.", Module::Experts, Module::ExpertAct, c.tok.per_expert_slowest,
             e.expert_intermediate / static_cast<double>(c.s.parallel.etp), c.tok.experts_per_rank,
@@ -465,6 +479,7 @@ void add_transformer_layer(const Ctx& c, std::vector<Op>& ops, bool moe, const s
       bias.exact_launches = true;
       ops.push_back(bias);
     }
+    if (sorted_chunks) ops.push_back(unsort);
     ops.push_back(unpermute);
     // The shared experts see every token of the data-parallel rank. With die-level EP they
     // run at die level, inside the MoE block the dies run as EP ranks, over the device's

@@ -414,6 +414,35 @@ TEST_SUITE("model.op_graph") {
     CHECK(op(layer(a2a, LayerKind::Moe), "unpermute").bytes == doctest::Approx(2 * 32768.0 * 7168 * 2));
   }
 
+  TEST_CASE("an all-to-all dispatch sorts the received copies by local expert and back") {
+    // Megatron-Core's MoEAlltoAllTokenDispatcher (NVIDIA/Megatron-LM@d98e8a64dd
+    // megatron/core/transformer/moe/token_dispatcher.py): with num_local_experts > 1,
+    // dispatch_postprocess copies the received rows from source-rank order into expert order
+    // (sort_chunks_by_idxs) and combine_preprocess copies them back. br166-ep16-mb2: 16
+    // experts per rank of 2048 copies = 32768 rows of 7168 BF16 values, read and written:
+    // 2 x 32768 x 7168 x 2 B per pass, forward and backward. DeepEP leaves one permutation.
+    Plan p = load_plan("br166-ep16-mb2");
+    auto has = [](const Layer& l, const std::string& name) {
+      return std::any_of(l.ops.begin(), l.ops.end(), [&](const Op& o) { return o.name == name; });
+    };
+    p.strategy.moe.dispatch = Dispatch::AllToAll;
+    auto a2a = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    const Layer& m = layer(a2a, LayerKind::Moe);
+    const double pass = 2 * 32768.0 * 7168 * 2;
+    CHECK(op(m, "sort_by_expert").bytes == doctest::Approx(pass));
+    CHECK(op(m, "unsort_by_expert").bytes == doctest::Approx(pass));
+    CHECK(op(m, "sort_by_expert.bwd", Phase::InputGrad).bytes == doctest::Approx(pass));
+    CHECK(op(m, "unsort_by_expert.bwd", Phase::InputGrad).bytes == doctest::Approx(pass));
+    p.strategy.moe.dispatch = Dispatch::DeepEp;
+    auto deepep = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    CHECK_FALSE(has(layer(deepep, LayerKind::Moe), "sort_by_expert"));
+    // One expert per rank (16 experts over EP16): nothing to sort.
+    p.strategy.moe.dispatch = Dispatch::AllToAll;
+    p.model.moe->routed_experts = 16;
+    auto single = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    CHECK_FALSE(has(layer(single, LayerKind::Moe), "sort_by_expert"));
+  }
+
   TEST_CASE("the slowest rank's load scales the expert GEMMs, not the dense ones") {
     Plan p = load_plan("br166-ep16-mb2");
     auto base = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
