@@ -445,6 +445,12 @@ struct Recompute {
 /// Parallel degrees. World = tp x cp x dp x pp devices.
 struct Parallel {
   int tp = 1, pp = 1, dp = 1, ep = 1, etp = 1, vpp = 1, cp = 1;
+  /// Hybrid sharding: the dp ranks form this many replicas, each ZeRO-sharding the dense
+  /// parameters' states over dp / dp_replicate of them (x cp), its gradients reduce-scattered
+  /// inside the replica and the shards all-reduced across replicas (torch FSDP HYBRID_SHARD /
+  /// torchtitan data_parallel_replicate_degree; Megatron-Core
+  /// --num-distributed-optimizer-instances). 1 = shard over every dp rank.
+  int dp_replicate = 1;
   bool sp = false;  ///< sequence parallel (needs tp > 1)
   /// Uneven pipelines (Megatron-LM --decoder-first/last-pipeline-num-layers): transformer
   /// layers of the first / last model chunk (the first / last stage; with vpp > 1 its first
@@ -648,7 +654,7 @@ struct RuleViolation {
 /// Checks a strategy against its hardware and model; empty when valid.
 /// Rules: world, heads_tp, kv_heads_tp, experts_ep, ep_world, layers_pp, batch_dp, batch_runs,
 /// vpp_schedule, dualpipe_pp, nodes_cluster, seq_cp, moe_fields, ep_over_dies, sp_tp,
-/// attention_kernel, pipeline_layout, offload_layers_pp, offload_layers.
+/// attention_kernel, pipeline_layout, offload_layers_pp, offload_layers, dp_replicate.
 [[nodiscard]] PARAPLAN_EXPORT std::vector<RuleViolation> check_rules(const Strategy& s, const HardwareSpec& hw,
                                                      const ModelSpec& m);
 /// The first rule `s` breaks, in check_rules' order, without building its message (the
@@ -693,6 +699,7 @@ struct SearchSpace {
   bool grad_all_reduce = false;    ///< training.grad_reduce: all_reduce
   bool cuda_graphs = false;        ///< training.cuda_graphs
   int offload_layers = 0;          ///< training.offload_layers
+  int dp_replicate = 1;            ///< parallel.dp_replicate
   bool repeat_kv = false;          ///< training.repeat_kv
   bool separate_linears = false;   ///< training.linears: separate
   Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;  ///< training.fp8_recipe

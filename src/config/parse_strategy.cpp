@@ -157,6 +157,7 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
       }
     }
     choice.read(p, "sp", sp.sp, boolean);
+    if (auto v = p.count("dp_replicate", Need::Optional, 1, 1 << 20)) sp.dp_replicate = *v;
     // Megatron-LM's uneven-pipeline options, under their Megatron names.
     if (auto v = p.count("decoder_first_pipeline_num_layers", Need::Optional, 0, 1 << 20)) sp.first_stage_layers = *v;
     if (auto v = p.count("decoder_last_pipeline_num_layers", Need::Optional, 0, 1 << 20)) sp.last_stage_layers = *v;
@@ -331,6 +332,7 @@ Strategy read_strategy(const Node& root, Diags& diags) {
   s.parallel.vpp = first_or(sp.vpp, 1);
   s.parallel.cp = first_or(sp.cp, 1);
   s.parallel.sp = first_or(sp.sp, false);
+  s.parallel.dp_replicate = sp.dp_replicate;
   s.parallel.first_stage_layers = sp.first_stage_layers;
   s.parallel.pipeline_layout = sp.pipeline_layout;
   s.parallel.last_stage_layers = sp.last_stage_layers;

@@ -184,6 +184,13 @@ void check(const Strategy& s, const HardwareSpec& hw, const ModelSpec& m, FailWi
          "offload_layers " + str(s.training.offload_layers) + " must be below the model's " + str(m.layers) +
              " layers (one layer's activations at least stay on the device)");
   }
+  // Hybrid sharding splits the dp ranks into equal replicas, each sharded (ZeRO >= 1).
+  if (p.dp_replicate > 1 && (p.dp % p.dp_replicate != 0 || s.training.zero == 0)) {
+    fail("dp_replicate", "parallel.dp_replicate",
+         p.dp % p.dp_replicate != 0
+             ? "dp_replicate " + str(p.dp_replicate) + " must divide dp " + str(p.dp) + " (equal replicas)"
+             : "dp_replicate " + str(p.dp_replicate) + " shards each replica's states, which needs zero 1-3; zero is 0");
+  }
   const long long per_step = static_cast<long long>(p.dp) * s.training.micro_batch;
   if (s.training.global_batch % per_step != 0) {
     fail("batch_dp", "training.global_batch",

@@ -609,7 +609,9 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
   const double gathered_cast = fp8_weights && !s.training.fp8_weights_only() ? 1.0 : 0.0;
   const double grad_bytes = s.training.bf16_grads ? kBf16Bytes : kFp32Bytes;
   const double opt_bytes = optimizer_bytes_per_param(s.training.optimizer);
-  const double dense_shard = static_cast<double>(p.dp) * p.cp;
+  // ZeRO shards the dense states over the dp x cp ranks, or over one replica of them with
+  // hybrid sharding (parallel.dp_replicate).
+  const double dense_shard = static_cast<double>(p.dp) * p.cp / std::max(1, p.dp_replicate);
   const double dies = s.ep_over_dies ? std::max(1, hw.device.dies) : 1;
   const double expert_shard =
       std::max(1.0, static_cast<double>(p.tp) * p.cp * p.dp * dies / (static_cast<double>(p.ep) * p.etp));

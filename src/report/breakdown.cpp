@@ -24,7 +24,7 @@ void write_strategy(report::JsonWriter& w, const Plan& plan) {
   w.key("parallel").begin_object();
   w.field("tp", s.parallel.tp).field("pp", s.parallel.pp).field("dp", s.parallel.dp);
   w.field("ep", s.parallel.ep).field("etp", s.parallel.etp).field("vpp", s.parallel.vpp);
-  w.field("cp", s.parallel.cp).field("sp", s.parallel.sp);
+  w.field("cp", s.parallel.cp).field("sp", s.parallel.sp).field("dp_replicate", s.parallel.dp_replicate);
   w.end_object();
   w.field("ep_over_dies", s.ep_over_dies);
   w.key("training").begin_object();
@@ -231,7 +231,8 @@ std::string compute_text(const Plan& plan, const ComputeBreakdown& b, bool all_o
   std::string out;
   out += "strategy  " + s.name + ": " + plan.model.name + " on " + plan.hardware.name + ", " +
          std::to_string(s.nodes) + " nodes, TP" + std::to_string(p.tp) + " PP" + std::to_string(p.pp) +
-         " DP" + std::to_string(p.dp) + " EP" + std::to_string(p.ep) +
+         " DP" + std::to_string(p.dp) +
+         (p.dp_replicate > 1 ? " (" + std::to_string(p.dp_replicate) + " replicas)" : "") + " EP" + std::to_string(p.ep) +
          (s.ep_over_dies ? " (over dies)" : "") + ", micro-batch " + std::to_string(s.training.micro_batch) +
          ", recompute " + config::recompute_spelling(s.training.recompute) + "\n";
   out += "model     " + fmt("%.2f", b.model.total_params / 1e9) + " B parameters (" +

@@ -320,6 +320,7 @@ std::string megatron(const Plan& plan) {
       break;
   }
   if (t.zero >= 1) arg("--use-distributed-optimizer");
+  if (t.zero >= 1 && p.dp_replicate > 1) arg("--num-distributed-optimizer-instances " + str(p.dp_replicate));
   if (t.zero == 2) {
     lost.push_back(
         "training.zero 2 (gradient sharding; the distributed optimizer shards the optimizer states "
@@ -520,8 +521,8 @@ std::string torchtitan(const Plan& plan) {
     o.add("data_parallel_replicate_degree = " + str(p.dp));
     o.add("data_parallel_shard_degree = 1");
   } else {
-    o.add("data_parallel_replicate_degree = 1");
-    o.add("data_parallel_shard_degree = " + str(p.dp));
+    o.add("data_parallel_replicate_degree = " + str(p.dp_replicate));
+    o.add("data_parallel_shard_degree = " + str(p.dp / std::max(1, p.dp_replicate)));
     if (t.zero < 3) {
       // FSDP2 keeping the gathered parameters from forward to backward: ZeRO-2's traffic.
       o.add("fsdp_reshard_after_forward = \"never\"");

@@ -30,6 +30,7 @@ std::string report::layout_label(const Strategy& s) {
   const Parallel& p = s.parallel;
   std::string out = "TP" + std::to_string(p.tp) + " PP" + std::to_string(p.pp) + " DP" + std::to_string(p.dp) +
                     " EP" + std::to_string(p.ep);
+  if (p.dp_replicate > 1) out += " HSDP" + std::to_string(p.dp_replicate);
   if (p.etp > 1) out += " ETP" + std::to_string(p.etp);
   if (p.vpp > 1) out += " VPP" + std::to_string(p.vpp);
   if (p.cp > 1) {

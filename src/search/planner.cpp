@@ -335,9 +335,22 @@ struct Planner::Impl {
     auto gather = [&](int group, long long stride, bool on_dies, double params) {
       return zero < 3 ? 0.0 : 2.0 * param_gather(group, stride, on_dies, params);
     };
-    c.dp_param_s = param_gather(dense_group, p.tp, false, dense) + param_gather(edp, expert_stride, dies, expert);
-    c.dp_s = reduce(dense_group, p.tp, false, dense) + reduce(edp, expert_stride, dies, expert) + c.dp_param_s;
-    c.dp_gather_s = gather(dense_group, p.tp, false, dense) + gather(edp, expert_stride, dies, expert);
+    // Hybrid sharding (parallel.dp_replicate R): the dense states are sharded inside each
+    // replica, dense_group / R neighbouring ranks (FSDP's HYBRID_SHARD keeps a replica in a
+    // node where it fits), whose gathers and reduce-scatters stay there; the replicas then
+    // all-reduce their shards of the gradients, 1 / (dense_group / R) of them, over R ranks
+    // a replica apart. Expert parameters keep their expert-data-parallel sharding.
+    const int replicas = std::max(1, p.dp_replicate);
+    const int shard_group = dense_group / replicas;
+    auto replica_sync = [&](double params) {
+      if (replicas <= 1 || params <= 0) return 0.0;
+      return collective_time(Collective::AllReduce, replicas, static_cast<long long>(p.tp) * shard_group, false,
+                             grad * params / shard_group, memo);
+    };
+    c.dp_param_s = param_gather(shard_group, p.tp, false, dense) + param_gather(edp, expert_stride, dies, expert);
+    c.dp_s = reduce(shard_group, p.tp, false, dense) + replica_sync(dense) + reduce(edp, expert_stride, dies, expert) +
+             c.dp_param_s;
+    c.dp_gather_s = gather(shard_group, p.tp, false, dense) + gather(edp, expert_stride, dies, expert);
     // Tied embeddings with a pipeline: the first stage's table and the last stage's output
     // head are one parameter, so after the backward their gradients are all-reduced between
     // the two ranks (Megatron-LM finalize_model_grads, _allreduce_word_embedding_grads, over
@@ -826,6 +839,7 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
   base.training.unfused_attention = sp.unfused_attention;
   base.training.attention_kernel = sp.attention_kernel;
   base.parallel.first_stage_layers = sp.first_stage_layers;
+  base.parallel.dp_replicate = sp.dp_replicate;
   base.parallel.pipeline_layout = sp.pipeline_layout;
   base.parallel.last_stage_layers = sp.last_stage_layers;
   base.parallel.embedding_in_split = sp.embedding_in_split;
@@ -1034,7 +1048,7 @@ std::string search_key(const SearchSpace& sp, const SearchOptions& o) {
   put(k, sp.schedule);
   put(k, sp.attention_kernel);
   put(k, sp.pipeline_layout);
-  for (int v : {sp.first_stage_layers, sp.last_stage_layers, sp.eager_loss, sp.seq_len, sp.pipeline_runs, sp.offload_layers,
+  for (int v : {sp.first_stage_layers, sp.last_stage_layers, sp.eager_loss, sp.seq_len, sp.pipeline_runs, sp.offload_layers, sp.dp_replicate,
                 static_cast<int>(sp.collective_algorithm), static_cast<int>(sp.fp8_recipe), o.top, static_cast<int>(o.objective), o.resimulate}) {
     raw(k, v);
   }

@@ -627,6 +627,18 @@ TEST_SUITE("interop.export") {
     CHECK(lines_with(d, "--cuda-graph-modules").empty());
   }
 
+  TEST_CASE("hybrid sharding exports as torchtitan's replicate x shard degrees and Megatron's optimizer instances") {
+    // torchtitan [parallelism] data_parallel_replicate_degree x data_parallel_shard_degree = dp;
+    // Megatron-LM megatron/training/arguments.py --num-distributed-optimizer-instances.
+    Plan p = parse_plan("hardware: h100-sxm-ib\nmodel: llama3-70b\nnodes: 12\nparallel: {tp: 1, pp: 1, dp: 96, dp_replicate: 12}\n"
+                        "training: {micro_batch: 2, global_batch: 192, zero: 3}\n",
+                        "hsdp.yaml");
+    const std::string tt = launch_settings(p, LaunchTarget::Torchtitan);
+    CHECK(lines_with(tt, "data_parallel_replicate_degree = 12").size() == 1);
+    CHECK(lines_with(tt, "data_parallel_shard_degree = 8").size() == 1);
+    CHECK(lines_with(launch_settings(p, LaunchTarget::Megatron), "--num-distributed-optimizer-instances 12").size() == 1);
+  }
+
   TEST_CASE("layer offload exports as Megatron-LM's --cpu-offloading-num-layers") {
     // Megatron-LM megatron/training/arguments.py: cpu_offloading_num_layers > 0 turns
     // cpu_offloading on; torchtitan has no counterpart.

@@ -411,6 +411,55 @@ TEST_SUITE("search.planner") {
     CHECK(parsed.pp.auto_values);
   }
 
+  TEST_CASE("hybrid sharding: states sharded inside a replica, the shard's gradients all-reduced across replicas") {
+    // torch FSDP HYBRID_SHARD as IBM's fms-fsdp runs Llama 2 7B; here Llama 3 70B (validation/fms-fsdp-*-hsdp-*):
+    // 96 ranks as 12 replicas of 8 (one node each). ZeRO-3 keeps 1/8 of the weights, gradients
+    // and optimizer states instead of 1/96: each part 12 x. Without overlap a step is, per
+    // replica of 8 neighbouring ranks, the gradients' reduce-scatter (FP32: 4 B x P), the
+    // all-reduce of a rank's 1/8 of them over the 12 replicas (ranks 8 apart), and the updated
+    // parameters' all-gather (BF16: 2 B x P), plus two all-gathers per micro-batch (forward and
+    // backward), all inside the node.
+    const HardwareSpec h100 = load_hardware("h100-sxm-ib");
+    const ModelSpec llama = load_model("llama3-70b");
+    const std::string text = "nodes: 12\nparallel: {tp: 1, pp: 1, dp: 96}\n"
+                             "training: {micro_batch: 2, global_batch: 192, zero: 3}\noverlap: {dp: false}\n";
+    const Strategy full = parse_strategy(text, "full.yaml", h100, llama);
+    Strategy hybrid = full;
+    hybrid.parallel.dp_replicate = 12;
+    REQUIRE(check_rules(hybrid, h100, llama).empty());
+    const Evaluation a = Planner(h100, llama).explain(full);
+    const Evaluation b = Planner(h100, llama).explain(hybrid);
+    const StageMemory& fa = a.memory.stages[0];
+    const StageMemory& fb = b.memory.stages[0];
+    CHECK(fb.optimizer_states == doctest::Approx(12 * fa.optimizer_states));
+    CHECK(fb.gradients == doctest::Approx(12 * fa.gradients));
+    CHECK(fb.weights == doctest::Approx(12 * fa.weights));
+    const double P = fb.dense_params;
+    auto t = [&](Collective op, int size, long long stride, double bytes) {
+      return cost::collective(h100, op, bytes, cost::place(h100, size, stride, false)).time_s;
+    };
+    const double sync = t(Collective::ReduceScatter, 8, 1, 4 * P) + t(Collective::AllReduce, 12, 8, 4 * P / 8) +
+                        t(Collective::AllGather, 8, 1, 2 * P);
+    const double gathers = b.estimate.micro_batches * 2 * t(Collective::AllGather, 8, 1, 2 * P);
+    CHECK(b.estimate.time_s.dp_comm == doctest::Approx(sync + gathers).epsilon(1e-9));
+    // Equal replicas, each sharded.
+    Strategy uneven = hybrid;
+    uneven.parallel.dp_replicate = 7;
+    std::vector<RuleViolation> v = check_rules(uneven, h100, llama);
+    REQUIRE(v.size() == 1);
+    CHECK(v[0].rule == "dp_replicate");
+    Strategy plain = hybrid;
+    plain.training.zero = 0;
+    v = check_rules(plain, h100, llama);
+    REQUIRE(v.size() == 1);
+    CHECK(v[0].rule == "dp_replicate");
+    // The strategy file spells it under parallel.
+    const Strategy parsed = parse_strategy("nodes: 12\nparallel: {tp: 1, pp: 1, dp: 96, dp_replicate: 12}\n"
+                                           "training: {micro_batch: 2, global_batch: 192, zero: 3}\n",
+                                           "hsdp.yaml", h100, llama);
+    CHECK(parsed.parallel.dp_replicate == 12);
+  }
+
   TEST_CASE("layer offload: the copies hide under each pass's compute, the excess is exposed") {
     // Llama 3 70B on 64 GB200 (Megatron-FSDP as ZeRO-3, MBS 2, 2 micro-batches): 40 of the 80
     // layers offloaded (hardware/gb200-nvl72.yaml: NVLink-C2C 225 GB/s per GPU per direction).
