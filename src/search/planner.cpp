@@ -341,7 +341,7 @@ struct Planner::Impl {
     // all-reduce their shards of the gradients, 1 / (dense_group / R) of them, over R ranks
     // a replica apart. Expert parameters keep their expert-data-parallel sharding.
     const int replicas = std::max(1, p.dp_replicate);
-    const int shard_group = dense_group / replicas;
+    const int shard_group = std::max(1, dense_group / replicas);
     auto replica_sync = [&](double params) {
       if (replicas <= 1 || params <= 0) return 0.0;
       return collective_time(Collective::AllReduce, replicas, static_cast<long long>(p.tp) * shard_group, false,
