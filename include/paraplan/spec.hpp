@@ -463,6 +463,12 @@ struct Parallel {
   /// embedding, transformer layers, MTP layers and loss, spelled out; empty = derived from the
   /// settings above. Overrides them when set.
   std::string pipeline_layout;
+  /// Ranks ZeRO shards the dense states over: dp x cp, or one replica of them.
+  [[nodiscard]] int dense_shard_ranks() const {
+    const int replicas = dp_replicate > 1 ? dp_replicate : 1;
+    const int ranks = dp * cp / replicas;
+    return ranks > 1 ? ranks : 1;
+  }
   /// Ranks, one device each: tp x cp x dp x pp (the `world` rule: nodes x devices per node).
   [[nodiscard]] long long world() const { return static_cast<long long>(tp) * cp * dp * pp; }
 };

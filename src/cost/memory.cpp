@@ -611,7 +611,7 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
   const double opt_bytes = optimizer_bytes_per_param(s.training.optimizer);
   // ZeRO shards the dense states over the dp x cp ranks, or over one replica of them with
   // hybrid sharding (parallel.dp_replicate).
-  const double dense_shard = static_cast<double>(p.dp) * p.cp / std::max(1, p.dp_replicate);
+  const double dense_shard = p.dense_shard_ranks();
   const double dies = s.ep_over_dies ? std::max(1, hw.device.dies) : 1;
   const double expert_shard =
       std::max(1.0, static_cast<double>(p.tp) * p.cp * p.dp * dies / (static_cast<double>(p.ep) * p.etp));

@@ -437,10 +437,9 @@ void add_transformer_layer(const Ctx& c, std::vector<Op>& ops, bool moe, const s
     // the routing map and leaves one permutation after it; an all-gather dispatch picks the
     // local experts' rows in its one permutation.
     const bool sorted_chunks = d == Dispatch::AllToAll && c.tok.experts_per_rank > 1;
-    Op sort = memory("sort_by_expert", Module::Experts, 2 * copies * h * kAct, 2 * copies * h * kAct,
-                     MemClass::Permute, 1);
-    Op unsort = sort;
-    unsort.name = "unsort_by_expert";
+    auto sort = [&](const char* name) {
+      return memory(name, Module::Experts, 2 * copies * h * kAct, 2 * copies * h * kAct, MemClass::Permute, 1);
+    };
     // Dropless MoE copies the token counts per expert to the host (grouped-GEMM sizes,
     // all-to-all splits) and waits for them: the stream drains once per forward.
     Op sync;
@@ -449,7 +448,7 @@ void add_transformer_layer(const Ctx& c, std::vector<Op>& ops, bool moe, const s
     sync.module = Module::Router;
     ops.push_back(sync);
     ops.push_back(permute);
-    if (sorted_chunks) ops.push_back(sort);
+    if (sorted_chunks) ops.push_back(sort("sort_by_expert"));
     const std::size_t experts_up = ops.size();
     add_ffn(c, ops, "experts.", Module::Experts, Module::ExpertAct, c.tok.per_expert_slowest,
             e.expert_intermediate / static_cast<double>(c.s.parallel.etp), c.tok.experts_per_rank,
@@ -479,7 +478,7 @@ void add_transformer_layer(const Ctx& c, std::vector<Op>& ops, bool moe, const s
       bias.exact_launches = true;
       ops.push_back(bias);
     }
-    if (sorted_chunks) ops.push_back(unsort);
+    if (sorted_chunks) ops.push_back(sort("unsort_by_expert"));
     ops.push_back(unpermute);
     // The shared experts see every token of the data-parallel rank. With die-level EP they
     // run at die level, inside the MoE block the dies run as EP ranks, over the device's

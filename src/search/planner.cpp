@@ -311,7 +311,6 @@ struct Planner::Impl {
     }
     const int zero = s.training.zero;
     const bool dies = s.ep_over_dies && hw.device.dies > 1;
-    const int dense_group = p.dp * p.cp;
     const int edp = static_cast<int>(std::max<long long>(
         1, static_cast<long long>(p.tp) * p.cp * p.dp * (dies ? hw.device.dies : 1) / (static_cast<long long>(p.ep) * p.etp)));
     const long long expert_stride = static_cast<long long>(p.ep) * p.etp;
@@ -335,13 +334,13 @@ struct Planner::Impl {
     auto gather = [&](int group, long long stride, bool on_dies, double params) {
       return zero < 3 ? 0.0 : 2.0 * param_gather(group, stride, on_dies, params);
     };
-    // Hybrid sharding (parallel.dp_replicate R): the dense states are sharded inside each
-    // replica, dense_group / R neighbouring ranks (FSDP's HYBRID_SHARD keeps a replica in a
-    // node where it fits), whose gathers and reduce-scatters stay there; the replicas then
-    // all-reduce their shards of the gradients, 1 / (dense_group / R) of them, over R ranks
-    // a replica apart. Expert parameters keep their expert-data-parallel sharding.
+    // Dense parameters are ZeRO-sharded over dp x cp ranks (stride tp), or with hybrid
+    // sharding (parallel.dp_replicate R) inside each replica of dp x cp / R neighbouring ranks
+    // (FSDP's HYBRID_SHARD keeps a replica in a node where it fits), whose gathers and
+    // reduce-scatters stay there; the replicas then all-reduce their shards of the gradients
+    // over R ranks a replica apart. Expert parameters keep their expert-data-parallel sharding.
     const int replicas = std::max(1, p.dp_replicate);
-    const int shard_group = std::max(1, dense_group / replicas);
+    const int shard_group = p.dense_shard_ranks();
     auto replica_sync = [&](double params) {
       if (replicas <= 1 || params <= 0) return 0.0;
       return collective_time(Collective::AllReduce, replicas, static_cast<long long>(p.tp) * shard_group, false,

@@ -374,7 +374,7 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
     const double dies = s.ep_over_dies ? std::max(1, hw.device.dies) : 1;
     const double edp = std::max(1.0, static_cast<double>(p.tp) * p.cp * p.dp * dies /
                                          (static_cast<double>(p.ep) * p.etp));
-    const double shard = st.dense_params / (zero >= 1 ? p.dp * p.cp / std::max(1, p.dp_replicate) : 1.0) +
+    const double shard = st.dense_params / (zero >= 1 ? p.dense_shard_ranks() : 1.0) +
                          st.expert_params / (zero >= 1 ? edp : 1.0);
     if (s.training.optimizer_offload) {
       t.optimizer = hw.host.offload_bw_bytes_per_s > 0 ? shard * 6.0 / hw.host.offload_bw_bytes_per_s : 0;
