@@ -437,8 +437,11 @@ void add_transformer_layer(const Ctx& c, std::vector<Op>& ops, bool moe, const s
     // the routing map and leaves one permutation after it; an all-gather dispatch picks the
     // local experts' rows in its one permutation.
     const bool sorted_chunks = d == Dispatch::AllToAll && c.tok.experts_per_rank > 1;
+    // Like the permutes, they run on a die with die-level EP.
     auto sort = [&](const char* name) {
-      return memory(name, Module::Experts, 2 * copies * h * kAct, 2 * copies * h * kAct, MemClass::Permute, 1);
+      Op o = memory(name, Module::Experts, 2 * copies * h * kAct, 2 * copies * h * kAct, MemClass::Permute, 1);
+      o.per_die = per_die;
+      return o;
     };
     // Dropless MoE copies the token counts per expert to the host (grouped-GEMM sizes,
     // all-to-all splits) and waits for them: the stream drains once per forward.

@@ -433,6 +433,9 @@ TEST_SUITE("model.op_graph") {
     CHECK(op(m, "unsort_by_expert").bytes == doctest::Approx(pass));
     CHECK(op(m, "sort_by_expert.bwd", Phase::InputGrad).bytes == doctest::Approx(pass));
     CHECK(op(m, "unsort_by_expert.bwd", Phase::InputGrad).bytes == doctest::Approx(pass));
+    // br166-ep16-mb2 runs EP over dies: the copies are one die's, as the permutes' are.
+    CHECK(op(m, "sort_by_expert").per_die);
+    CHECK(op(m, "permute").per_die);
     p.strategy.moe.dispatch = Dispatch::DeepEp;
     auto deepep = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
     CHECK_FALSE(has(layer(deepep, LayerKind::Moe), "sort_by_expert"));
