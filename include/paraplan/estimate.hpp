@@ -44,6 +44,9 @@ struct LayerEstimate {
   double backward_s = 0;   ///< input-grad + weight-grad + recompute ops
   double recompute_s = 0;  ///< the recompute part of backward_s
   double weight_grad_s = 0;  ///< the weight-grad part of backward_s (W of zero-bubble schedules)
+  /// Layers training.recompute_layers leaves out of the recompute: they run as without it
+  /// (listed after the kind's recomputing layers).
+  bool recompute_skipped = false;
   std::vector<OpEstimate> ops;
 };
 

@@ -480,6 +480,12 @@ struct Training {
   int seq_len = 0;                ///< 0 = the model's
   Precision precision = Precision::Bf16;
   Recompute recompute;
+  /// Of each model chunk's transformer layers (a pipeline rank's stage, or each of its virtual
+  /// stages), this many recompute as `recompute` says, the first ones; the others keep every
+  /// activation. Megatron-LM --recompute-method block --recompute-num-layers N; torchtitan's
+  /// integer selective_ac_option k and fms-fsdp's selective_checkpointing p checkpoint every
+  /// k-th / a share p of the blocks, the same count. `training.recompute_layers: N`; 0 = every layer.
+  int recompute_layers = 0;
   int zero = 1;                   ///< ZeRO stage 0..3
   Optimizer optimizer = Optimizer::Adam;
   bool optimizer_offload = false;
@@ -660,7 +666,8 @@ struct RuleViolation {
 /// Checks a strategy against its hardware and model; empty when valid.
 /// Rules: world, heads_tp, kv_heads_tp, experts_ep, ep_world, layers_pp, batch_dp, batch_runs,
 /// vpp_schedule, dualpipe_pp, nodes_cluster, seq_cp, moe_fields, ep_over_dies, sp_tp,
-/// attention_kernel, pipeline_layout, offload_layers_pp, offload_layers, dp_replicate.
+/// attention_kernel, pipeline_layout, offload_layers_pp, offload_layers, dp_replicate,
+/// recompute_layers.
 [[nodiscard]] PARAPLAN_EXPORT std::vector<RuleViolation> check_rules(const Strategy& s, const HardwareSpec& hw,
                                                      const ModelSpec& m);
 /// The first rule `s` breaks, in check_rules' order, without building its message (the
@@ -705,6 +712,7 @@ struct SearchSpace {
   bool grad_all_reduce = false;    ///< training.grad_reduce: all_reduce
   bool cuda_graphs = false;        ///< training.cuda_graphs
   int offload_layers = 0;          ///< training.offload_layers
+  int recompute_layers = 0;        ///< training.recompute_layers (candidates that recompute)
   int dp_replicate = 1;            ///< parallel.dp_replicate
   bool repeat_kv = false;          ///< training.repeat_kv
   bool separate_linears = false;   ///< training.linears: separate

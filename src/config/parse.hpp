@@ -37,5 +37,8 @@ std::string_view spelling(const EnumNames<E>& names, E value) {
 
 /// A recompute setting as a file writes it: "none", "full", or "[mla_up_proj, layernorm]".
 std::string recompute_spelling(const Recompute& r);
+/// The recompute setting in words: the spelling, and with training.recompute_layers how many
+/// of each model chunk's layers ("full, 5 layers per chunk").
+std::string recompute_label(const Training& t);
 
 }  // namespace paraplan::config

@@ -231,6 +231,7 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
     if (auto v = t.boolean("fp8_storage")) sp.fp8_storage = *v;
     if (auto v = t.boolean("cuda_graphs")) sp.cuda_graphs = *v;
     if (auto v = t.count("offload_layers", Need::Optional, 0, 1 << 20)) sp.offload_layers = *v;
+    if (auto v = t.count("recompute_layers", Need::Optional, 0, 1 << 20)) sp.recompute_layers = *v;
     if (auto v = t.enumeration("grad_precision", EnumNames<bool>{{"fp32", false}, {"bf16", true}})) {
       sp.bf16_grads = *v;
     }
@@ -361,6 +362,7 @@ Strategy read_strategy(const Node& root, Diags& diags) {
   s.training.grad_all_reduce = sp.grad_all_reduce;
   s.training.cuda_graphs = sp.cuda_graphs;
   s.training.offload_layers = sp.offload_layers;
+  s.training.recompute_layers = sp.recompute_layers;
   s.training.repeat_kv = sp.repeat_kv;
   s.training.separate_linears = sp.separate_linears;
   s.training.fp8_recipe = sp.fp8_recipe;
@@ -389,6 +391,13 @@ std::string recompute_spelling(const Recompute& r) {
     out += text;
   }
   return out + "]";
+}
+
+std::string recompute_label(const Training& t) {
+  std::string out = recompute_spelling(t.recompute);
+  if (t.recompute_layers > 0 && t.recompute.mode != RecomputeMode::Modules) out += ",";
+  if (t.recompute_layers > 0) out += " " + std::to_string(t.recompute_layers) + " layers per chunk";
+  return out;
 }
 
 }  // namespace paraplan::config

@@ -184,6 +184,13 @@ void check(const Strategy& s, const HardwareSpec& hw, const ModelSpec& m, FailWi
          "offload_layers " + str(s.training.offload_layers) + " must be below the model's " + str(m.layers) +
              " layers (one layer's activations at least stay on the device)");
   }
+  // A partial recompute counts layers that recompute as training.recompute says. (The search
+  // gives it only to candidates that recompute, so it never fires there.)
+  if (s.training.recompute_layers > 0 && s.training.recompute.mode == RecomputeMode::None) {
+    fail("recompute_layers", "training.recompute_layers",
+         "recompute_layers " + str(s.training.recompute_layers) +
+             " counts layers that recompute, but training.recompute is none (say which: full, selective, ...)");
+  }
   // Hybrid sharding splits the dp ranks into equal replicas, each sharded (ZeRO >= 1).
   if (p.dp_replicate > 1 && (p.dp % p.dp_replicate != 0 || s.training.zero == 0)) {
     fail("dp_replicate", "parallel.dp_replicate",

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "paraplan/estimate.hpp"
+#include "schedule/layout.hpp"
 
 namespace paraplan::cost {
 namespace {
@@ -330,7 +331,9 @@ void split_tp_gemms(const cost::ComputeModel& cm, const std::vector<model::Op>& 
 
 }  // namespace
 
-ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
+namespace cost {
+
+ComputeBreakdown compute_every_layer(const Plan& plan, double expert_load) {
   const double load = expert_load * plan.strategy.moe.imbalance;
   ComputeBreakdown out;
   out.model = count_model(plan.model, plan.strategy.training.seq_len);
@@ -428,6 +431,38 @@ ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
     }
     out.layers.push_back(std::move(le));
   }
+  return out;
+}
+
+}  // namespace cost
+
+ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
+  ComputeBreakdown out = cost::compute_every_layer(plan, expert_load);
+  const Strategy& s = plan.strategy;
+  if (s.training.recompute_layers <= 0 || s.training.recompute.mode == RecomputeMode::None) return out;
+  // training.recompute_layers: the layers left out of the recompute run as with none.
+  Plan plain = plan;
+  plain.strategy.training.recompute = Recompute{};
+  plain.strategy.training.recompute_layers = 0;
+  const ComputeBreakdown kept = cost::compute_every_layer(plain, expert_load);
+  const auto [rc_dense, rc_moe] = schedule::recomputed_layers(plan.model, s);
+  std::vector<LayerEstimate> layers;
+  for (LayerEstimate& l : out.layers) {
+    const int rc = l.kind == "dense" ? rc_dense : l.kind == "moe" ? rc_moe : l.count;
+    const auto k = std::find_if(kept.layers.begin(), kept.layers.end(),
+                                [&](const LayerEstimate& x) { return x.kind == l.kind; });
+    if (rc >= l.count || k == kept.layers.end()) {
+      layers.push_back(std::move(l));
+      continue;
+    }
+    LayerEstimate left = *k;
+    left.count = l.count - rc;
+    left.recompute_skipped = true;
+    l.count = rc;
+    if (rc > 0) layers.push_back(std::move(l));
+    layers.push_back(std::move(left));
+  }
+  out.layers = std::move(layers);
   return out;
 }
 

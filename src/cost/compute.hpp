@@ -111,4 +111,9 @@ std::vector<TpBlockGemms> tp_block_gemms(const LayerEstimate& layer);
 int op_class(const model::Op& op);
 const char* op_class_name(const model::Op& op);
 
+/// estimate_compute with every layer recomputing as training.recompute says (one entry per
+/// kind; training.recompute_layers ignored): the per-key layer costs take the layers left out
+/// of the recompute from a second call with recompute none.
+ComputeBreakdown compute_every_layer(const Plan& plan, double expert_load);
+
 }  // namespace paraplan::cost

@@ -514,7 +514,7 @@ ChunkCounts count_chunk(const ModelSpec& m, int nd_model, const schedule::Chunk&
 
 bool ChunkCounts::operator==(const ChunkCounts& o) const {
   return dense == o.dense && moe == o.moe && embedding == o.embedding && head == o.head &&
-         embedding_copy == o.embedding_copy && mtp == o.mtp;
+         embedding_copy == o.embedding_copy && mtp == o.mtp && kept_dense == o.kept_dense && kept_moe == o.kept_moe;
 }
 
 ParamCount counted_params(const MemoryInputs& in, const ModelSpec& m, const ChunkCounts& n) {
@@ -650,19 +650,23 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
     // The MTP block is a transformer layer of the model's kind.
     const int mtp_layers = n.mtp * m.mtp_depth;
     const double nd_sets = n.dense + (has_moe ? 0 : mtp_layers), nm_sets = n.moe + (has_moe ? mtp_layers : 0);
-    o.per_set_sum = nd_sets * in.dense_act_sum + nm_sets * in.moe_act_sum + n.head * in.head_act_sum;
+    // Layers training.recompute_layers leaves out store what the recompute would drop too.
+    const double kept = n.kept_dense * in.dense_extra + n.kept_moe * in.moe_extra;
+    o.per_set_sum = nd_sets * in.dense_act_sum + nm_sets * in.moe_act_sum + n.head * in.head_act_sum + kept;
     o.per_set.clear();
     o.buffer_parts.clear();
     if (detail) {
       add_parts(o.per_set, in.dense_act, nd_sets);
       add_parts(o.per_set, in.moe_act, nm_sets);
       add_parts(o.per_set, in.head_act, n.head);
+      if (kept > 0) add_part(o.per_set, "not_recomputed_layers", kept);
     }
     const bool has_dense_layer = nd_sets > 0, has_moe_layer = nm_sets > 0;
     o.ws = 0;
     if (s.training.recompute.mode != RecomputeMode::None) {
       // One layer's recomputed tensors exist again while its backward runs.
-      o.ws = std::max(has_dense_layer ? in.dense_extra : 0.0, has_moe_layer ? in.moe_extra : 0.0);
+      const bool dense_recomputes = nd_sets > n.kept_dense, moe_recomputes = nm_sets > n.kept_moe;
+      o.ws = std::max(dense_recomputes ? in.dense_extra : 0.0, moe_recomputes ? in.moe_extra : 0.0);
     }
     // Ring attention's buffers join them during the attention backward (cp_work_bytes).
     if (has_dense_layer || has_moe_layer) o.ws += in.cp_work;
@@ -782,6 +786,13 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
     n.embedding = c.embedding;
     n.head = c.head;
     n.mtp = has_mtp ? c.mtp : 0;
+    if (s.training.recompute_layers > 0 && s.training.recompute.mode != RecomputeMode::None) {
+      for (const schedule::Chunk& ch : chunks) {
+        const int nd = ch.dense_layers(nd_model), rd = ch.recomputed_dense(s.training.recompute_layers, nd_model);
+        n.kept_dense += nd - rd;
+        n.kept_moe += ch.layers - nd - (ch.recomputed(s.training.recompute_layers) - rd);
+      }
+    }
     // A rank without the embedding holds its own copy where a head ties to it or an MTP
     // block uses it.
     n.embedding_copy = (m.tied_embeddings ? c.head_apart : 0) + (has_mtp ? c.mtp_apart : 0) +

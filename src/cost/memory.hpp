@@ -93,6 +93,9 @@ struct ChunkCounts {
   int head = 0;             ///< chunks holding final norm, LM head and loss
   int embedding_copy = 0;   ///< chunks needing their own copy of a tied / MTP embedding
   int mtp = 0;              ///< chunks holding the MTP blocks (model with mtp_depth > 0)
+  /// Of `dense` / `moe`, the layers that keep every activation (training.recompute_layers
+  /// leaves them out of the recompute).
+  int kept_dense = 0, kept_moe = 0;
   bool operator==(const ChunkCounts& o) const;
 };
 /// What chunk `c` holds; `nd_model` = model::dense_layers(m).

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -37,6 +38,7 @@ void write_strategy(report::JsonWriter& w, const Plan& plan) {
   w.field("optimizer_offload", s.training.optimizer_offload);
   w.field("activation_offload", s.training.activation_offload);
   w.field("offload_layers", s.training.offload_layers);
+  w.field("recompute_layers", s.training.recompute_layers);
   w.field("elementwise", s.training.eager_elementwise ? "eager" : "fused");
   w.field("loss", s.training.eager_loss ? "eager" : s.training.unfused_loss ? "unfused" : "fused");
   w.field("attention", s.training.unfused_attention ? std::string("unfused")
@@ -169,7 +171,7 @@ void write_breakdown_fields(JsonWriter& w, const Plan& plan, const ComputeBreakd
     // strategy's overlap settings (DESIGN.md sec. 5); the compute alone beside them.
     const LayerTimes x = executed_layer(plan, l, lcomm);
     w.begin_object();
-    w.field("kind", l.kind).field("count", l.count);
+    w.field("kind", l.kind).field("count", l.count).field("recompute_skipped", l.recompute_skipped);
     w.field("forward_s", x.forward_s).field("backward_s", x.backward_s);
     w.field("compute_forward_s", l.forward_s).field("compute_backward_s", l.backward_s);
     w.field("recompute_s", l.recompute_s).field("weight_grad_s", l.weight_grad_s);
@@ -234,7 +236,7 @@ std::string compute_text(const Plan& plan, const ComputeBreakdown& b, bool all_o
          " DP" + std::to_string(p.dp) +
          (p.dp_replicate > 1 ? " (" + std::to_string(p.dp_replicate) + " replicas)" : "") + " EP" + std::to_string(p.ep) +
          (s.ep_over_dies ? " (over dies)" : "") + ", micro-batch " + std::to_string(s.training.micro_batch) +
-         ", recompute " + config::recompute_spelling(s.training.recompute) + "\n";
+         ", recompute " + config::recompute_label(s.training) + "\n";
   out += "model     " + fmt("%.2f", b.model.total_params / 1e9) + " B parameters (" +
          fmt("%.2f", b.model.active_params / 1e9) + " B active per token";
   if (b.model.mtp_params > 0) out += ", MTP " + fmt("%.2f", b.model.mtp_params / 1e9) + " B more";
@@ -259,13 +261,19 @@ std::string compute_text(const Plan& plan, const ComputeBreakdown& b, bool all_o
       }
     }
     const report::LayerTimes x = report::executed_layer(plan, l, lcomm);
-    out += pad(l.kind, 11) + pad(std::to_string(l.count), 7, true) + pad(ms(l.forward_s), 13, true) +
+    out += pad(l.kind + (l.recompute_skipped ? "*" : ""), 11) + pad(std::to_string(l.count), 7, true) + pad(ms(l.forward_s), 13, true) +
            pad(ms(l.backward_s), 13, true) + pad(ms(l.recompute_s), 17, true) +
            pad(comm != nullptr ? ms(x.forward_s) : "-", 13, true) + pad(comm != nullptr ? ms(x.backward_s) : "-", 13, true) +
            "\n";
   }
+  if (std::any_of(b.layers.begin(), b.layers.end(), [](const LayerEstimate& l) { return l.recompute_skipped; }))
+    out += "* " + std::to_string(plan.strategy.training.recompute_layers) +
+           " layers of each model chunk recompute (training.recompute_layers); these do not.\n";
   for (const LayerEstimate& l : b.layers) {
-    out += "\n" + l.kind + " layer ops" + (all_ops ? "" : " (forward)") + ":\n";
+    // A kind's layers left out of the recompute run the same forward ops.
+    if (l.recompute_skipped && !all_ops) continue;
+    out += "\n" + l.kind + (l.recompute_skipped ? " layer ops, not recomputed" : " layer ops") +
+           (all_ops ? "" : " (forward)") + ":\n";
     out += pad("op", 38) + pad("phase", 12) + pad("m x n x k", 30) + pad("eff", 6, true) + pad("kern", 6, true) +
            pad("achieved", 14, true) + pad("bound", 9, true) + pad("ms", 10, true) + "\n";
     for (const OpEstimate& op : l.ops) {

@@ -303,8 +303,14 @@ std::string megatron(const Plan& plan) {
       break;
     case RecomputeMode::Full:
       arg("--recompute-granularity full");
-      arg("--recompute-method uniform");
-      arg("--recompute-num-layers 1");
+      if (t.recompute_layers > 0) {
+        // The first N layers of each model chunk (megatron/core/recompute.py, method block).
+        arg("--recompute-method block");
+        arg("--recompute-num-layers " + str(t.recompute_layers));
+      } else {
+        arg("--recompute-method uniform");
+        arg("--recompute-num-layers 1");
+      }
       break;
     case RecomputeMode::Selective:
       arg("--recompute-granularity selective");
@@ -319,6 +325,10 @@ std::string megatron(const Plan& plan) {
       arg("--recompute-modules " + util::join(recompute_modules(t.recompute), " "));
       break;
   }
+  if (t.recompute_layers > 0 && t.recompute.mode != RecomputeMode::Full && t.recompute.mode != RecomputeMode::None)
+    lost.push_back("training.recompute_layers " + str(t.recompute_layers) +
+                   " with recompute " + config::recompute_spelling(t.recompute) +
+                   " (Megatron-LM counts layers only for full recompute; written for every layer)");
   if (t.zero >= 1) arg("--use-distributed-optimizer");
   if (t.zero >= 1 && p.dp_replicate > 1) arg("--num-distributed-optimizer-instances " + str(p.dp_replicate));
   if (t.zero == 2) {
@@ -695,9 +705,26 @@ std::string torchtitan(const Plan& plan) {
     case RecomputeMode::None:
       o.add("mode = \"none\"");
       break;
-    case RecomputeMode::Full:
-      o.add("mode = \"full\"");
+    case RecomputeMode::Full: {
+      // Some layers of each chunk: torchtitan's integer option checkpoints every k-th block of
+      // the rank (pytorch/torchtitan@8a6c9fe6e torchtitan/distributed/activation_checkpoint.py,
+      // use_layer_sac; removed by pytorch/torchtitan@114151ad4), N of each chunk where k =
+      // the chunk's layers / N.
+      const std::vector<int> counts = chunk_layers(plan);
+      const int n = counts.empty() ? 0 : counts.front();
+      const int k = t.recompute_layers > 0 && t.recompute_layers < n ? n / t.recompute_layers : 0;
+      if (k > 0 && n % t.recompute_layers == 0 && all_equal(counts, 0, counts.size())) {
+        o.add("mode = \"selective\"");
+        o.add("selective_ac_option = \"" + str(k) + "\"   # every " + str(k) + "th block: " +
+              str(t.recompute_layers) + " of each chunk's " + str(n) + " (torchtitan before 114151ad4)");
+      } else {
+        o.add("mode = \"full\"");
+        if (t.recompute_layers > 0 && t.recompute_layers < n)
+          o.add("# not expressible: recompute_layers " + str(t.recompute_layers) + " of chunks of " +
+                join_counts(counts) + " layers (torchtitan checkpoints every k-th block)");
+      }
       break;
+    }
     case RecomputeMode::Selective:
       o.add("mode = \"selective\"");
       o.add("selective_ac_option = \"op\"");
@@ -715,6 +742,9 @@ std::string torchtitan(const Plan& plan) {
             "] (torchtitan's selective checkpointing picks ops by its own policy)");
       break;
   }
+  if (t.recompute_layers > 0 && t.recompute.mode != RecomputeMode::Full && t.recompute.mode != RecomputeMode::None)
+    o.add("# not expressible: recompute_layers " + str(t.recompute_layers) + " with recompute " +
+          config::recompute_spelling(t.recompute) + " (torchtitan's per-block option checkpoints whole blocks)");
   if (moe && balanced_load(s.moe.routing)) {
     o.add("");
     o.add("[debug]");

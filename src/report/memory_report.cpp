@@ -83,7 +83,7 @@ std::string memory_text(const Plan& plan, const MemoryEstimate& m) {
          std::to_string(s.training.zero) + ", " +
          std::string(config::spelling(config::kOptimizerNames, s.training.optimizer)) +
          (s.training.optimizer_offload ? " (offloaded)" : "") + ", recompute " +
-         config::recompute_spelling(s.training.recompute) +
+         config::recompute_label(s.training) +
          (s.training.activation_offload ? ", activation offload" : "") + "\n";
   out += pad("stage", 6, false) + pad("layers", 10) + pad("in-flight", 11) + pad("weights", 10) +
          pad("grads", 10) + pad("optim", 10) + pad("activ", 10) + pad("buffers", 10) +

@@ -44,13 +44,15 @@ std::string report::layout_label(const Strategy& s) {
 
 namespace {
 
-std::string recompute_short(const Recompute& r) { return config::recompute_spelling(r); }
+std::string recompute_short(const Training& t) { return config::recompute_label(t); }
 
 // The rank table's column: a module list joined by '+', the longest names shortened, so the
 // column keeps its width ("[layernorm, mla_up_proj, moe_act]" -> "norm+mla_up+moe_act").
-std::string recompute_column(const Recompute& r) {
+std::string recompute_column(const Training& t) {
+  const Recompute& r = t.recompute;
   std::string s = config::recompute_spelling(r);
-  if (r.mode != RecomputeMode::Modules) return s;
+  const std::string layers = t.recompute_layers > 0 ? " " + std::to_string(t.recompute_layers) + "/chunk" : "";
+  if (r.mode != RecomputeMode::Modules) return s + layers;
   std::string out;
   for (char c : s) {
     if (c == '[' || c == ']' || c == ' ') continue;
@@ -249,7 +251,7 @@ std::string rank_table(const SearchResult& r, std::size_t rows) {
     const Estimate& e = r.best[i];
     const Strategy& s = e.strategy;
     out += pad(std::to_string(i + 1), 4) + pad(std::to_string(s.nodes), 6, true) + "  " + pad(layout(s), lw) +
-           pad(std::to_string(s.training.micro_batch), 4, true) + "  " + pad(recompute_column(s.training.recompute), 26) +
+           pad(std::to_string(s.training.micro_batch), 4, true) + "  " + pad(recompute_column(s.training), 26) +
            pad(s.parallel.ep > 1 ? dispatch_name(s) : "-", 20) + pad(schedule_name(s.schedule), 12) +
            pad(training_short(s), 22) + pad(fmt("%.2f s", e.step_time_s), 10, true) +
            pad(fmt("%.0f", e.tokens_per_device_per_s), 9, true) + pad(fmt("%.1f%%", 100 * e.mfu), 7, true) +
@@ -260,7 +262,7 @@ std::string rank_table(const SearchResult& r, std::size_t rows) {
     for (const Estimate& e : r.best_per_nodes) {
       const Strategy& s = e.strategy;
       out += "  " + pad(std::to_string(s.nodes) + " nodes", 10) + pad(layout(s), 33) + " mb" +
-             std::to_string(s.training.micro_batch) + ", " + recompute_short(s.training.recompute) + ", " +
+             std::to_string(s.training.micro_batch) + ", " + recompute_short(s.training) + ", " +
              (s.parallel.ep > 1 ? std::string(dispatch_name(s)) : std::string("no EP")) + ", " +
              schedule_name(s.schedule) + ": TGS " + fmt("%.0f", e.tokens_per_device_per_s) + ", step " +
              units::format_time(e.step_time_s) + ", " + mem_short(e) + "\n";
@@ -293,13 +295,13 @@ std::string rank_csv(const std::vector<Estimate>& all) {
          "tokens_per_device_per_s,tokens_per_die_per_s,mfu,hfu,compute_s,tp_comm_s,ep_comm_s,pp_comm_s,"
          "dp_comm_s,pp_bubble_s,optimizer_s,queueing_s,offload_s,weights_bytes,gradients_bytes,"
          "optimizer_states_bytes,activations_bytes,buffers_bytes,reserve_bytes,total_bytes,capacity_bytes,chunks,"
-         "fp8_params\n";
+         "fp8_params,recompute_layers\n";
   for (const Estimate& e : all) {
     const Strategy& s = e.strategy;
     const Parallel& p = s.parallel;
     out << s.nodes << ',' << p.tp << ',' << p.pp << ',' << p.dp << ',' << p.ep << ',' << p.etp << ',' << p.vpp
         << ',' << p.cp << ',' << p.sp << ',' << s.ep_over_dies << ',' << s.training.micro_batch << ','
-        << s.training.global_batch << ",\"" << recompute_short(s.training.recompute) << "\"," << s.training.zero
+        << s.training.global_batch << ",\"" << config::recompute_spelling(s.training.recompute) << "\"," << s.training.zero
         << ',' << config::spelling(config::kOptimizerNames, s.training.optimizer) << ','
         << s.training.optimizer_offload << ',' << s.training.activation_offload << ','
         << config::spelling(config::kPrecisionNames, s.training.precision) << ',' << dispatch_name(s.moe.dispatch)
@@ -311,7 +313,7 @@ std::string rank_csv(const std::vector<Estimate>& all) {
         << ',' << e.memory_bytes.weights << ',' << e.memory_bytes.gradients << ','
         << e.memory_bytes.optimizer_states << ',' << e.memory_bytes.activations << ',' << e.memory_bytes.buffers
         << ',' << e.memory_bytes.reserve << ',' << e.memory_bytes.total << ',' << e.memory_bytes.capacity << ','
-        << s.moe.chunks << ',' << s.training.fp8_params << '\n';
+        << s.moe.chunks << ',' << s.training.fp8_params << ',' << s.training.recompute_layers << '\n';
   }
   return out.str();
 }
@@ -351,7 +353,7 @@ std::string rank_markdown(const SpacePlan& space, const SearchResult& r, const s
     const Estimate& e = r.best[i];
     const Strategy& s = e.strategy;
     out << "| " << i + 1 << " | " << s.nodes << " | " << layout(s) << " | " << s.training.micro_batch << " | "
-        << recompute_short(s.training.recompute) << " | " << (s.parallel.ep > 1 ? dispatch_name(s) : "-")
+        << recompute_short(s.training) << " | " << (s.parallel.ep > 1 ? dispatch_name(s) : "-")
         << " | " << schedule_name(s.schedule) << " | " << training_short(s) << " | " << fmt("%.3f", e.step_time_s)
         << " | " << fmt("%.0f", e.tokens_per_device_per_s) << " | " << fmt("%.1f%%", 100 * e.mfu) << " | "
         << mem_short(e) << " | " << e.bottleneck << " |\n";
@@ -368,7 +370,7 @@ std::string rank_markdown(const SpacePlan& space, const SearchResult& r, const s
     for (const Estimate& e : r.best_per_nodes) {
       const Strategy& s = e.strategy;
       out << "| " << s.nodes << " | " << layout(s) << " | " << s.training.micro_batch << " | "
-          << recompute_short(s.training.recompute) << " | " << (s.parallel.ep > 1 ? dispatch_name(s) : "-")
+          << recompute_short(s.training) << " | " << (s.parallel.ep > 1 ? dispatch_name(s) : "-")
           << " | " << schedule_name(s.schedule) << " | " << fmt("%.3f", e.step_time_s) << " | "
           << fmt("%.0f", e.tokens_per_device_per_s) << " | " << mem_short(e) << " |\n";
     }

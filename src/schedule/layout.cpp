@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "config/pipeline_layout.hpp"
+#include "model/params.hpp"
 
 namespace paraplan::schedule {
 
@@ -223,6 +224,24 @@ double in_flight_sets(const Strategy& s, int rank, int m) {
       return std::min(2 * pp + 1, 2 * m);
   }
   return std::min(pp - rank, m);
+}
+
+std::pair<int, int> recomputed_layers(const ModelSpec& m, const Strategy& s) {
+  const int nd_model = model::dense_layers(m);
+  const int n = s.training.recompute_layers;
+  if (n <= 0) return {nd_model, model::moe_layers(m)};
+  std::pair<int, int> out{0, 0};
+  std::vector<bool> seen(static_cast<std::size_t>(m.layers) + 1, false);
+  for (const auto& chunks : *rank_chunks(m, s)) {
+    for (const Chunk& ch : chunks) {
+      if (ch.layers == 0 || seen[static_cast<std::size_t>(ch.first_layer)]) continue;
+      seen[static_cast<std::size_t>(ch.first_layer)] = true;
+      const int rd = ch.recomputed_dense(n, nd_model);
+      out.first += rd;
+      out.second += ch.recomputed(n) - rd;
+    }
+  }
+  return out;
 }
 
 }  // namespace paraplan::schedule

@@ -23,6 +23,14 @@ struct Chunk {
   [[nodiscard]] int dense_layers(int model_dense) const {
     return std::max(0, std::min(first_layer + layers, model_dense) - first_layer);
   }
+  /// Of its layers, those that recompute when `recompute_layers` of each chunk do (its first
+  /// ones, Megatron's block method; 0 = every layer), and of those the dense ones.
+  [[nodiscard]] int recomputed(int recompute_layers) const {
+    return recompute_layers > 0 ? std::min(recompute_layers, layers) : layers;
+  }
+  [[nodiscard]] int recomputed_dense(int recompute_layers, int model_dense) const {
+    return std::min(recomputed(recompute_layers), dense_layers(model_dense));
+  }
 };
 
 /// Layers per chunk in model order: L layers over V chunks as evenly as possible; the
@@ -45,6 +53,11 @@ std::vector<int> chunk_layer_counts(int layers, int chunks, int first = 0, int l
 /// hundreds of thousands of times. The memo holds at most 64 layouts; the pointer keeps
 /// its layout alive.
 std::shared_ptr<const std::vector<std::vector<Chunk>>> rank_chunks(const ModelSpec& m, const Strategy& s);
+
+/// Transformer layers of the model that recompute, dense and MoE: every one, or with
+/// training.recompute_layers the first that many of each model chunk (each chunk once, though
+/// DualPipe places it on two ranks). Under `recompute: none` what would recompute.
+std::pair<int, int> recomputed_layers(const ModelSpec& m, const Strategy& s);
 
 /// Runs of consecutive pipeline ranks whose chunks hold the same: per chunk in order its
 /// dense and MoE layer counts (`dense_layers` = the model's dense layers, which come first),

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "cost/comm.hpp"
+#include "cost/compute.hpp"
 #include "paraplan/estimate.hpp"
 
 namespace paraplan::search {
@@ -17,7 +18,7 @@ std::size_t LayerKeyHash::operator()(const LayerKey& k) const noexcept {
   mix(static_cast<std::size_t>(k.micro_batch));
   mix(static_cast<std::size_t>(k.seq));
   mix((k.sp ? 1u : 0u) | (k.dies ? 2u : 0u) | (k.overlap_tp ? 4u : 0u) | (k.unfused_attention ? 8u : 0u) |
-      (k.overlap_cp ? 16u : 0u) | (k.overlap_tp_async ? 32u : 0u));
+      (k.overlap_cp ? 16u : 0u) | (k.overlap_tp_async ? 32u : 0u) | (k.partial_recompute ? 64u : 0u));
   mix(static_cast<std::size_t>(k.recompute));
   mix(k.modules);
   mix(static_cast<std::size_t>(k.precision));
@@ -47,6 +48,7 @@ LayerKey key_of(const Strategy& s, int model_seq) {
   k.sp = s.parallel.sp;
   k.dies = s.ep_over_dies;
   k.recompute = s.training.recompute.mode;
+  k.partial_recompute = s.training.recompute_layers > 0 && k.recompute != RecomputeMode::None;
   if (k.recompute == RecomputeMode::Modules) {
     for (int i = 0; i < kRecomputeModuleCount; ++i) {
       if (s.training.recompute.modules[static_cast<std::size_t>(i)]) k.modules |= static_cast<std::uint8_t>(1u << i);
@@ -90,12 +92,15 @@ KindCost& kind_of(LayerCosts& c, const std::string& kind) {
 
 }  // namespace
 
-LayerCosts compute_layer_costs(const HardwareSpec& hw, const ModelSpec& m, const Strategy& s) {
+namespace {
+
+// The costs of every layer kind as `s` runs it.
+LayerCosts kind_costs(const HardwareSpec& hw, const ModelSpec& m, const Strategy& s) {
   Plan plan{hw, m, s};
   LayerCosts out;
   const CommBreakdown comm = estimate_comm(plan);
   out.rank_load = comm.routing.rank_load;
-  const ComputeBreakdown compute = estimate_compute(plan, out.rank_load);
+  const ComputeBreakdown compute = cost::compute_every_layer(plan, out.rank_load);
   out.model_flops_per_token = compute.model.flops_per_token + compute.model.mtp_flops_per_token;
   for (const LayerEstimate& l : compute.layers) {
     KindCost& k = kind_of(out, l.kind);
@@ -130,6 +135,24 @@ LayerCosts compute_layer_costs(const HardwareSpec& hw, const ModelSpec& m, const
     }
   }
   out.memory = cost::memory_inputs(plan, out.rank_load);
+  return out;
+}
+
+}  // namespace
+
+LayerCosts compute_layer_costs(const HardwareSpec& hw, const ModelSpec& m, const Strategy& s) {
+  LayerCosts out = kind_costs(hw, m, s);
+  out.dense_kept = out.dense;
+  out.moe_kept = out.moe;
+  if (s.training.recompute_layers > 0 && s.training.recompute.mode != RecomputeMode::None) {
+    // The layers left out of the recompute run as with none.
+    Strategy kept = s;
+    kept.training.recompute = Recompute{};
+    kept.training.recompute_layers = 0;
+    const LayerCosts k = kind_costs(hw, m, kept);
+    out.dense_kept = k.dense;
+    out.moe_kept = k.moe;
+  }
   return out;
 }
 

@@ -22,6 +22,7 @@ struct LayerKey {
   bool sp = false, dies = false;
   RecomputeMode recompute = RecomputeMode::None;
   std::uint8_t modules = 0;  // recompute module bits
+  bool partial_recompute = false;  // training.recompute_layers: some layers keep their activations
   Precision precision = Precision::Bf16;
   Dispatch dispatch = Dispatch::AllToAll;
   int chunks = 1;
@@ -69,6 +70,9 @@ struct KindCost {
 /// The cached costs of one key.
 struct LayerCosts {
   KindCost dense, moe, mtp, embedding, head;
+  /// A dense / MoE layer that does not recompute (training.recompute_layers leaves it out);
+  /// as `dense` / `moe` when every layer recomputes, or none does.
+  KindCost dense_kept, moe_kept;
   double rank_load = 1.0;     ///< busiest EP rank / mean (routing)
   double ep_overlap = 1;      ///< of the EP time that could hide, the share that does (calibration.ep_overlap)
   double model_flops_per_token = 0;  ///< MFU convention at the key's sequence length, MTP included

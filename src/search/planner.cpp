@@ -666,6 +666,8 @@ struct Enumeration {
     s.training.micro_batch = c.micro_batch;
     s.training.global_batch = c.global_batch;
     s.training.recompute = c.recompute;
+    // A partial recompute applies to the candidates that recompute.
+    s.training.recompute_layers = c.recompute.mode == RecomputeMode::None ? 0 : base.training.recompute_layers;
     s.training.zero = c.zero;
     s.training.optimizer = c.optimizer;
     s.training.optimizer_offload = c.optimizer_offload;
@@ -829,6 +831,7 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
   base.training.grad_all_reduce = sp.grad_all_reduce;
   base.training.cuda_graphs = sp.cuda_graphs;
   base.training.offload_layers = sp.offload_layers;
+  base.training.recompute_layers = sp.recompute_layers;
   base.training.pipeline_runs = sp.pipeline_runs;
   base.training.repeat_kv = sp.repeat_kv;
   base.training.separate_linears = sp.separate_linears;
@@ -1047,7 +1050,7 @@ std::string search_key(const SearchSpace& sp, const SearchOptions& o) {
   put(k, sp.schedule);
   put(k, sp.attention_kernel);
   put(k, sp.pipeline_layout);
-  for (int v : {sp.first_stage_layers, sp.last_stage_layers, sp.eager_loss, sp.seq_len, sp.pipeline_runs, sp.offload_layers, sp.dp_replicate,
+  for (int v : {sp.first_stage_layers, sp.last_stage_layers, sp.eager_loss, sp.seq_len, sp.pipeline_runs, sp.offload_layers, sp.recompute_layers, sp.dp_replicate,
                 static_cast<int>(sp.collective_algorithm), static_cast<int>(sp.fp8_recipe), o.top, static_cast<int>(o.objective), o.resimulate}) {
     raw(k, v);
   }

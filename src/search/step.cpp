@@ -4,6 +4,8 @@
 #include <array>
 #include <cmath>
 #include <iterator>
+#include <utility>
+#include <vector>
 #include <string>
 
 #include "config/pipeline_layout.hpp"
@@ -116,6 +118,11 @@ struct Ranks {
   }
 };
 
+// Whether some layers recompute and others do not (training.recompute_layers).
+bool partial_recompute(const Strategy& s) {
+  return s.training.recompute_layers > 0 && s.training.recompute.mode != RecomputeMode::None;
+}
+
 // EP communication hides behind the paired micro-batch's compute only with another
 // micro-batch in flight on the rank (pp > 1).
 bool ep_overlapped(const Strategy& s) { return s.overlap.ep && s.parallel.pp > 1; }
@@ -133,6 +140,11 @@ void each_rank(const ModelSpec& m, const Strategy& s, const LayerCosts& c, OnChu
   const Exposed mtp = expose(c.mtp, ep_overlap, c.ep_overlap);
   const Exposed emb = expose(c.embedding, false, c.ep_overlap);
   const Exposed head = expose(c.head, false, c.ep_overlap);
+  // training.recompute_layers: of each chunk's layers the first that many recompute, the
+  // others run as without recompute.
+  const int rc_layers = partial_recompute(s) ? s.training.recompute_layers : 0;
+  const Exposed dense_kept = rc_layers > 0 ? expose(c.dense_kept, ep_overlap, c.ep_overlap) : dense;
+  const Exposed moe_kept = rc_layers > 0 ? expose(c.moe_kept, ep_overlap, c.ep_overlap) : moe;
   const int nd_model = model::dense_layers(m);
   const auto runs = every_rank ? nullptr : schedule::rank_runs(m, s, nd_model);
   const auto layout = every_rank ? schedule::rank_chunks(m, s) : runs->ranks;
@@ -150,8 +162,16 @@ void each_rank(const ModelSpec& m, const Strategy& s, const LayerCosts& c, OnChu
       if (held != last) {
         last = held;
         t = RankTime{};
-        t.add(dense, nd);
-        t.add(moe, ch.layers - nd);
+        if (rc_layers > 0) {
+          const int rd = ch.recomputed_dense(rc_layers, nd_model), rm = ch.recomputed(rc_layers) - rd;
+          t.add(dense, rd);
+          t.add(dense_kept, nd - rd);
+          t.add(moe, rm);
+          t.add(moe_kept, ch.layers - nd - rm);
+        } else {
+          t.add(dense, nd);
+          t.add(moe, ch.layers - nd);
+        }
         if (ch.embedding) t.add(emb, 1);
         if (ch.head) t.add(head, 1);
         if (ch.mtp) t.add(mtp, m.mtp_depth);
@@ -212,7 +232,8 @@ double step_lower_bound(const ModelSpec& m, const Strategy& s, const LayerCosts&
     const Exposed e = expose(k, ep_overlap, c.ep_overlap);
     return e.f + e.b + e.w;
   };
-  const double layers = model::dense_layers(m) * total(c.dense) + model::moe_layers(m) * total(c.moe);
+  // Layers that do not recompute cost at most what those that do cost.
+  const double layers = model::dense_layers(m) * total(c.dense_kept) + model::moe_layers(m) * total(c.moe_kept);
   // (1 - 1e-9): the bound is summed in another order than the step; rounding must not lift
   // it above a step it equals.
   return schedule::micro_batches(s) * layers / std::max(1, s.parallel.pp) * (1 - 1e-9);
@@ -429,9 +450,10 @@ Estimate evaluate_step(const HardwareSpec& hw, const ModelSpec& m, const Strateg
   e.tokens_per_die_per_s = e.tokens_per_device_per_s / std::max(1, hw.device.dies);
   e.mfu = sc.mfu(e.step_time_s);
   const double per_stage_devices = static_cast<double>(p.tp) * p.cp * p.dp;
+  const auto [rc_dense, rc_moe] = schedule::recomputed_layers(m, s);
   const double rc = micro * per_stage_devices *
-                    (model::dense_layers(m) * c.dense.recompute_flops +
-                     model::moe_layers(m) * c.moe.recompute_flops + m.mtp_depth * c.mtp.recompute_flops);
+                    (rc_dense * c.dense.recompute_flops + rc_moe * c.moe.recompute_flops +
+                     m.mtp_depth * c.mtp.recompute_flops);
   e.hfu = (sc.model_flops + rc) / (e.step_time_s * sc.peak);
 
   // Memory.

@@ -650,6 +650,31 @@ TEST_SUITE("interop.export") {
     CHECK(lines_with(launch_settings(p, LaunchTarget::Torchtitan), "# not expressible: training.offload_layers 40").size() == 1);
   }
 
+  TEST_CASE("recompute_layers exports as Megatron-LM's block method and torchtitan's every k-th block") {
+    // Megatron-LM megatron/core/recompute.py: --recompute-method block --recompute-num-layers N
+    // recomputes the first N layers of each chunk; torchtitan's integer selective_ac_option k
+    // checkpoints every k-th block (pytorch/torchtitan@8a6c9fe6e activation_checkpoint.py):
+    // 20 of 80 layers at PP 1 is every 4th, 5 of 32 has no k.
+    const Plan p = parse_plan("hardware: h100-sxm-ib\nmodel: llama3-70b\nnodes: 16\nparallel: {tp: 8, pp: 1, dp: 16}\n"
+                              "training: {micro_batch: 1, global_batch: 64, zero: 1, recompute: full, recompute_layers: 20}\n",
+                              "rl.yaml");
+    const std::string mg = launch_settings(p, LaunchTarget::Megatron);
+    CHECK(lines_with(mg, "--recompute-method block").size() == 1);
+    CHECK(lines_with(mg, "--recompute-num-layers 20").size() == 1);
+    const std::string tt = launch_settings(p, LaunchTarget::Torchtitan);
+    CHECK(lines_with(tt, "selective_ac_option = \"4\"").size() == 1);
+    // PP 2: chunks of 40, 20 of each is every 2nd block.
+    Plan piped = p;
+    piped.strategy.parallel.pp = 2;
+    piped.strategy.parallel.dp = 8;
+    CHECK(lines_with(launch_settings(piped, LaunchTarget::Torchtitan), "selective_ac_option = \"2\"").size() == 1);
+    Plan odd = p;
+    odd.strategy.training.recompute_layers = 30;
+    const std::string t30 = launch_settings(odd, LaunchTarget::Torchtitan);
+    CHECK(lines_with(t30, "mode = \"full\"").size() == 1);
+    CHECK(lines_with(t30, "# not expressible: recompute_layers 30").size() == 1);
+  }
+
   TEST_CASE("Megatron-LM arguments of br166-ep16-mb2, each from the strategy file") {
     const std::string m = launch_settings(load_plan("br166-ep16-mb2"), LaunchTarget::Megatron);
     // parallel: {tp: 1, pp: 16, dp: 8, ep: 16, etp: 1, vpp: 1, cp: 1}; micro_batch 2, global 960;

@@ -500,6 +500,35 @@ TEST_SUITE("cost.memory") {
     CHECK(most.host_bytes == doctest::Approx(on.host_bytes + on.activations * 79 / 80));
   }
 
+  TEST_CASE("recompute_layers: the layers left out of the recompute keep every activation") {
+    // Llama 3 70B, TP8 PP4 (20 layers per stage), 1F1B: stage 0 holds 4 sets in flight and no
+    // head. Per layer and set: F bytes without recompute, R with full recompute, and one
+    // layer's F - R again while its backward recomputes. So A_none = 80 F and A_full = 80 R +
+    // (F - R), i.e. F - R = (A_none - A_full) / 79; with 5 of the stage's 20 layers recomputed
+    // the other 15 of each of the 4 sets store F - R more: A_5 = A_full + 60 (F - R).
+    Plan p = make_plan("llama3-70b", "h100-sxm-ib", 8, 4, 1, 1, 16);
+    p.strategy.parallel.sp = true;
+    const StageMemory none = estimate_memory(p).stages[0];
+    REQUIRE(none.in_flight == 4);
+    REQUIRE(none.layers == 20);
+    p.strategy.training.recompute.mode = RecomputeMode::Full;
+    const StageMemory full = estimate_memory(p).stages[0];
+    p.strategy.training.recompute_layers = 5;
+    const StageMemory five = estimate_memory(p).stages[0];
+    const double extra = (none.activations - full.activations) / 79;
+    REQUIRE(extra > 0);
+    CHECK(five.activations == doctest::Approx(full.activations + 60 * extra));
+    // Twenty or more of a 20-layer stage: every layer recomputes.
+    p.strategy.training.recompute_layers = 20;
+    CHECK(estimate_memory(p).stages[0].activations == doctest::Approx(full.activations));
+    p.strategy.training.recompute_layers = 64;
+    CHECK(estimate_memory(p).stages[0].activations == doctest::Approx(full.activations));
+    // The search's compact path gives the same worst stage.
+    p.strategy.training.recompute_layers = 5;
+    CHECK(cost::combine_memory(cost::memory_inputs(p, 1.0), p.hardware, p.model, p.strategy, false).stages[0].activations ==
+          doctest::Approx(five.activations));
+  }
+
   TEST_CASE("infeasible: the reason names the stage, the largest part and the overflow") {
     Plan p = make_plan("llama3-70b", "h100-sxm-ib", 8, 1, 1, 1, 8);  // 70B on 8 GPUs, Adam
     MemoryEstimate e = estimate_memory(p);

@@ -498,6 +498,83 @@ TEST_SUITE("search.planner") {
     CHECK(w[0].rule == "offload_layers");
   }
 
+  TEST_CASE("recompute_layers: N of each chunk's layers recompute, the step grows by N / L of full recompute") {
+    // Megatron-LM --recompute-method block --recompute-num-layers N (Megatron-Bridge's Llama 3
+    // 8B H100 FP8 preset: 5 of 32). One device's pipeline without DP: the step is the micro-
+    // batches times the sum of the layers' times plus what no layer changes, so recomputing
+    // N of the L layers adds N / L of what recomputing all of them adds, and HFU's recomputed
+    // FLOP (HFU x step - MFU x step) are N / L of full recompute's.
+    const HardwareSpec hw = load_hardware("h100-sxm-ib");
+    const ModelSpec llama = load_model("llama3-70b");
+    auto run = [&](const char* training) {
+      const std::string text = std::string("nodes: 1\nparallel: {tp: 8, pp: 1, dp: 1}\ntraining: {micro_batch: 1, "
+                                           "global_batch: 4, ") + training + "}\n";
+      return Planner(hw, llama).evaluate(parse_strategy(text, "rl.yaml", hw, llama));
+    };
+    const Estimate none = run("recompute: none");
+    const Estimate full = run("recompute: full");
+    const Estimate part = run("recompute: full, recompute_layers: 20");
+    REQUIRE(part.strategy.training.recompute_layers == 20);
+    REQUIRE(full.step_time_s > none.step_time_s);
+    CHECK(part.step_time_s - none.step_time_s == doctest::Approx((full.step_time_s - none.step_time_s) * 20 / 80));
+    auto recomputed = [](const Estimate& e) { return (e.hfu - e.mfu) * e.step_time_s; };
+    CHECK(recomputed(part) == doctest::Approx(recomputed(full) * 20 / 80));
+    // More than a chunk holds: every layer.
+    CHECK(run("recompute: full, recompute_layers: 80").step_time_s == doctest::Approx(full.step_time_s));
+    // The breakdown lists the 20 recomputing layers and the 60 others, those without recompute time.
+    const Evaluation ev = Planner(hw, llama).explain(part.strategy);
+    REQUIRE(ev.compute.layers.size() >= 2);
+    CHECK(ev.compute.layers[0].kind == "dense");
+    CHECK(ev.compute.layers[0].count == 20);
+    CHECK(ev.compute.layers[0].recompute_s > 0);
+    CHECK(ev.compute.layers[1].kind == "dense");
+    CHECK(ev.compute.layers[1].count == 60);
+    CHECK(ev.compute.layers[1].recompute_skipped);
+    CHECK(ev.compute.layers[1].recompute_s == 0);
+    CHECK(ev.compute.layers[1].backward_s == doctest::Approx(ev.compute.layers[0].backward_s - ev.compute.layers[0].recompute_s));
+    // Interleaved, PP4 x VPP2: 8 chunks of 10 layers, 3 of each recompute, 24 of 80.
+    auto piped = [&](const char* training) {
+      const std::string text = std::string("nodes: 4\nparallel: {tp: 8, pp: 4, dp: 1, vpp: 2}\nschedule: interleaved\n"
+                                           "training: {micro_batch: 1, global_batch: 8, ") + training + "}\n";
+      return Planner(hw, llama).evaluate(parse_strategy(text, "rl.yaml", hw, llama));
+    };
+    const Estimate pf = piped("recompute: full"), pn = piped("recompute: none"), p3 = piped("recompute: full, recompute_layers: 3");
+    CHECK(recomputed(p3) == doctest::Approx(recomputed(pf) * 24 / 80));
+    CHECK(p3.step_time_s > pn.step_time_s);
+    CHECK(p3.step_time_s < pf.step_time_s);
+    // It counts layers that recompute: with none it is refused (exit 2 from the CLI).
+    Strategy bad = part.strategy;
+    bad.training.recompute = Recompute{};
+    const std::vector<RuleViolation> v = check_rules(bad, hw, llama);
+    REQUIRE(v.size() == 1);
+    CHECK(v[0].rule == "recompute_layers");
+    CHECK(v[0].key == "training.recompute_layers");
+  }
+
+  TEST_CASE("recompute_layers in a search applies to the candidates that recompute") {
+    const std::string text = "hardware: h100-sxm-ib\nmodel: llama3-70b\nnodes: [1]\nparallel: {tp: [8], pp: [1], cp: [1]}\n"
+                             "training: {micro_batch: [1], global_batch: [4], recompute: [none, full], recompute_layers: 20}\n"
+                             "schedule: [1f1b]\n";
+    const SearchSpace sp = parse_search_space(text, "rl-space.yaml");
+    Planner planner(load_hardware("h100-sxm-ib"), load_model("llama3-70b"));
+    SearchOptions o;
+    o.keep_all = true;
+    o.resimulate = 0;
+    int seen_none = 0, seen_partial = 0;
+    for (const Estimate& e : planner.search(sp, o).all) {
+      if (e.strategy.training.recompute.mode == RecomputeMode::None) {
+        ++seen_none;
+        CHECK(e.strategy.training.recompute_layers == 0);
+      } else {
+        ++seen_partial;
+        CHECK(e.strategy.training.recompute_layers == 20);
+      }
+    }
+    // The same layouts (sequence parallel on and off) with each.
+    CHECK(seen_none >= 1);
+    CHECK(seen_partial == seen_none);
+  }
+
   TEST_CASE("tp auto: powers of two up to the scale-up domain, not the node") {
     // hardware/gb200-nvl72.yaml: 4-GPU trays on a 72-GPU NVLink domain -> tp 1..64;
     // h100-sxm-ib: the node is the domain (8 GPUs) -> tp 1..8. Llama 3 405B's 128 heads and 8

@@ -499,6 +499,22 @@ TEST_SUITE("schedule.pipeline_layout") {
     return c;
   }
 
+  TEST_CASE("recompute_layers counts a chunk's first layers, the dense ones first") {
+    // Megatron-LM's block method recomputes the first N layers of each model chunk
+    // (NVIDIA/Megatron-LM@d98e8a64dd megatron/core/recompute.py, method "block": the layers of
+    // the chunk's block with index < recompute_num_layers). DeepSeek-V3's first 3 layers are
+    // dense: a chunk of layers 0-7 with N = 2 recomputes 2 dense ones, with N = 5 its 3 dense
+    // and 2 MoE ones; the chunk of layers 8-15 has no dense layer; N = 0 means all.
+    const paraplan::schedule::Chunk first{0, 8}, second{8, 8};
+    CHECK(first.recomputed(2) == 2);
+    CHECK(first.recomputed_dense(2, 3) == 2);
+    CHECK(first.recomputed(5) == 5);
+    CHECK(first.recomputed_dense(5, 3) == 3);
+    CHECK(second.recomputed_dense(5, 3) == 0);
+    CHECK(second.recomputed(12) == 8);
+    CHECK(second.recomputed(0) == 8);
+  }
+
   TEST_CASE("Megatron-Bridge 25.09's DeepSeek-V3 H100 layout and Megatron-LM's documented example") {
     // NVIDIA-NeMo/Megatron-Bridge@fa0315ae2 scripts/performance/run_script.py: "Et|(tt|)*30mL"
     // = [E t] + 30 x [t t] + [m L]: 32 chunks, 1 + 60 = 61 layers.
