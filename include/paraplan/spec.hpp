@@ -712,7 +712,9 @@ struct SearchSpace {
   bool grad_all_reduce = false;    ///< training.grad_reduce: all_reduce
   bool cuda_graphs = false;        ///< training.cuda_graphs
   int offload_layers = 0;          ///< training.offload_layers
-  int recompute_layers = 0;        ///< training.recompute_layers (candidates that recompute)
+  /// training.recompute_layers, for the candidates that recompute (auto: 0 and the powers of
+  /// two below the model's layers; a value at least a chunk's layers is the same as 0).
+  Choice<int> recompute_layers;
   int dp_replicate = 1;            ///< parallel.dp_replicate
   bool repeat_kv = false;          ///< training.repeat_kv
   bool separate_linears = false;   ///< training.linears: separate

@@ -231,7 +231,7 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
     if (auto v = t.boolean("fp8_storage")) sp.fp8_storage = *v;
     if (auto v = t.boolean("cuda_graphs")) sp.cuda_graphs = *v;
     if (auto v = t.count("offload_layers", Need::Optional, 0, 1 << 20)) sp.offload_layers = *v;
-    if (auto v = t.count("recompute_layers", Need::Optional, 0, 1 << 20)) sp.recompute_layers = *v;
+    choice.read(t, "recompute_layers", sp.recompute_layers, count(0, 1 << 20));
     if (auto v = t.enumeration("grad_precision", EnumNames<bool>{{"fp32", false}, {"bf16", true}})) {
       sp.bf16_grads = *v;
     }
@@ -362,7 +362,7 @@ Strategy read_strategy(const Node& root, Diags& diags) {
   s.training.grad_all_reduce = sp.grad_all_reduce;
   s.training.cuda_graphs = sp.cuda_graphs;
   s.training.offload_layers = sp.offload_layers;
-  s.training.recompute_layers = sp.recompute_layers;
+  s.training.recompute_layers = first_or(sp.recompute_layers, 0);
   s.training.repeat_kv = sp.repeat_kv;
   s.training.separate_linears = sp.separate_linears;
   s.training.fp8_recipe = sp.fp8_recipe;

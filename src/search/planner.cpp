@@ -592,6 +592,7 @@ struct TrainingChoice {
   int micro_batch, global_batch;
   bool sp;
   Recompute recompute;
+  int recompute_layers;  // training.recompute_layers (0 without recompute)
   int zero;
   Optimizer optimizer;
   bool optimizer_offload, activation_offload;
@@ -632,20 +633,32 @@ struct Enumeration {
   std::size_t world_rejected = 0; // combinations the layout loops dropped (rule `world`)
   std::size_t candidates = 0;     // every combination, rejected ones included
   int layer_classes = 0;          // distinct Layout::layer_class values
+  int model_layers = 0;
+  bool even_chunks = true;        // the layers spread evenly over the chunks (no fixed first / last, no layout string)
 
+  // Whether training choice `c` repeats another on layout `l`: recompute_layers at least the
+  // largest chunk's layers recomputes every layer, as 0 does (known when the spread is even).
+  bool repeats(const Layout& l, const TrainingChoice& c) const {
+    if (c.recompute_layers <= 0 || !even_chunks) return false;
+    const int chunks = l.schedule == Schedule::Interleaved ? l.pp * std::max(1, l.vpp)
+                       : l.schedule == Schedule::DualPipeV ? 2 * l.pp
+                                                           : l.pp;
+    return c.recompute_layers >= (model_layers + chunks - 1) / std::max(1, chunks);
+  }
   // Candidates of layout `l` (inner choices that exist for it).
   std::size_t count(const Layout& l) const {
     std::size_t n = 0;
-    for (const TrainingChoice& c : training) n += (c.sp && l.tp == 1) ? 0 : 1;
+    for (const TrainingChoice& c : training) n += (c.sp && l.tp == 1) || repeats(l, c) ? 0 : 1;
     return n * (l.ep == 1 ? 1 : dispatches.size()) * routings.size();
   }
   // Whether inner choice `j` exists for layout `l` (SP needs TP; dispatch schemes differ only
-  // with an EP group), and the strategy of a candidate.
+  // with an EP group; a partial recompute that covers every layer repeats the full one), and
+  // the strategy of a candidate.
   bool exists(const Layout& l, std::size_t j) const {
     const std::size_t nr = routings.size(), nd = dispatches.size();
     const TrainingChoice& c = training[j / (nd * nr)];
     const std::size_t d = (j / nr) % nd;
-    return !(c.sp && l.tp == 1) && !(l.ep == 1 && d != 0);
+    return !(c.sp && l.tp == 1) && !(l.ep == 1 && d != 0) && !repeats(l, c);
   }
   void fill(Strategy& s, std::uint64_t id) const {
     const Layout& l = layouts[id / inner_size];
@@ -666,8 +679,7 @@ struct Enumeration {
     s.training.micro_batch = c.micro_batch;
     s.training.global_batch = c.global_batch;
     s.training.recompute = c.recompute;
-    // A partial recompute applies to the candidates that recompute.
-    s.training.recompute_layers = c.recompute.mode == RecomputeMode::None ? 0 : base.training.recompute_layers;
+    s.training.recompute_layers = c.recompute_layers;
     s.training.zero = c.zero;
     s.training.optimizer = c.optimizer;
     s.training.optimizer_offload = c.optimizer_offload;
@@ -773,6 +785,11 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
   rc_absent[1].mode = RecomputeMode::Selective;
   rc_absent[2].mode = RecomputeMode::Full;
   const auto rcs = pick(sp.recompute, recompute_auto(m), rc_absent);
+  // training.recompute_layers: the candidates that recompute take each value (auto: every
+  // layer, and the first 1, 2, 4, ... of each chunk below the model's layers).
+  std::vector<int> rl_auto{0};
+  for (int n = 1; n < m.layers; n *= 2) rl_auto.push_back(n);
+  const auto rls = pick(sp.recompute_layers, rl_auto, std::vector<int>{0});
   const auto zeros = pick(sp.zero, std::vector<int>{0, 1, 2, 3}, std::vector<int>{1});
   const auto opts = pick(sp.optimizer, std::vector<Optimizer>{Optimizer::Adam, Optimizer::AdamBf16, Optimizer::Adam8bit},
                          std::vector<Optimizer>{Optimizer::Adam});
@@ -806,6 +823,7 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
     for (int gb : gbs)
       for (bool spar : sps)
         for (const Recompute& rc : rcs)
+          for (int rl : rc.mode == RecomputeMode::None ? std::vector<int>{0} : rls)
           for (int zero : zeros)
             for (Optimizer opt : opts)
               for (bool off : offs)
@@ -813,9 +831,12 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
                   for (Precision prec : precs)
                     for (bool fp8p : fp8ps) {
                       if (fp8p && prec != Precision::Fp8) continue;
-                      e.training.push_back({mb, gb, spar, rc, zero, opt, off, aoff, prec, fp8p});
+                      e.training.push_back({mb, gb, spar, rc, rl, zero, opt, off, aoff, prec, fp8p});
                     }
   e.inner_size = e.training.size() * e.dispatches.size() * e.routings.size();
+  e.model_layers = m.layers;
+  e.even_chunks = sp.first_stage_layers == 0 && sp.last_stage_layers == 0 && sp.pipeline_layout.empty() &&
+                  !sp.embedding_in_split && !sp.loss_in_split;
 
   Strategy& base = e.base;
   base.hardware = sp.hardware;
@@ -831,7 +852,6 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
   base.training.grad_all_reduce = sp.grad_all_reduce;
   base.training.cuda_graphs = sp.cuda_graphs;
   base.training.offload_layers = sp.offload_layers;
-  base.training.recompute_layers = sp.recompute_layers;
   base.training.pipeline_runs = sp.pipeline_runs;
   base.training.repeat_kv = sp.repeat_kv;
   base.training.separate_linears = sp.separate_linears;
@@ -1043,6 +1063,7 @@ std::string search_key(const SearchSpace& sp, const SearchOptions& o) {
   }
   put(k, sp.precision);
   put(k, sp.recompute);
+  put(k, sp.recompute_layers);
   put(k, sp.optimizer);
   put(k, sp.dispatch);
   put(k, sp.cp_comm);
@@ -1050,7 +1071,7 @@ std::string search_key(const SearchSpace& sp, const SearchOptions& o) {
   put(k, sp.schedule);
   put(k, sp.attention_kernel);
   put(k, sp.pipeline_layout);
-  for (int v : {sp.first_stage_layers, sp.last_stage_layers, sp.eager_loss, sp.seq_len, sp.pipeline_runs, sp.offload_layers, sp.recompute_layers, sp.dp_replicate,
+  for (int v : {sp.first_stage_layers, sp.last_stage_layers, sp.eager_loss, sp.seq_len, sp.pipeline_runs, sp.offload_layers, sp.dp_replicate,
                 static_cast<int>(sp.collective_algorithm), static_cast<int>(sp.fp8_recipe), o.top, static_cast<int>(o.objective), o.resimulate}) {
     raw(k, v);
   }

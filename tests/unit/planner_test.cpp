@@ -551,28 +551,31 @@ TEST_SUITE("search.planner") {
     CHECK(v[0].key == "training.recompute_layers");
   }
 
-  TEST_CASE("recompute_layers in a search applies to the candidates that recompute") {
-    const std::string text = "hardware: h100-sxm-ib\nmodel: llama3-70b\nnodes: [1]\nparallel: {tp: [8], pp: [1], cp: [1]}\n"
-                             "training: {micro_batch: [1], global_batch: [4], recompute: [none, full], recompute_layers: 20}\n"
+  TEST_CASE("recompute_layers in a search: each value for the candidates that recompute, none repeated") {
+    // [0, 20, 80] with none and full at PP1 (one chunk of 80 layers): none once; full with
+    // every layer (0), with 20; 80 covers every layer of the chunk, the same as 0, so it is
+    // not a candidate of its own.
+    const std::string text = "hardware: h100-sxm-ib\nmodel: llama3-70b\nnodes: [1]\nparallel: {tp: [8], pp: [1], cp: [1], sp: [false]}\n"
+                             "training: {micro_batch: [1], global_batch: [4], recompute: [none, full], recompute_layers: [0, 20, 80]}\n"
                              "schedule: [1f1b]\n";
     const SearchSpace sp = parse_search_space(text, "rl-space.yaml");
     Planner planner(load_hardware("h100-sxm-ib"), load_model("llama3-70b"));
     SearchOptions o;
     o.keep_all = true;
     o.resimulate = 0;
-    int seen_none = 0, seen_partial = 0;
-    for (const Estimate& e : planner.search(sp, o).all) {
-      if (e.strategy.training.recompute.mode == RecomputeMode::None) {
-        ++seen_none;
-        CHECK(e.strategy.training.recompute_layers == 0);
-      } else {
-        ++seen_partial;
-        CHECK(e.strategy.training.recompute_layers == 20);
-      }
-    }
-    // The same layouts (sequence parallel on and off) with each.
-    CHECK(seen_none >= 1);
-    CHECK(seen_partial == seen_none);
+    std::multiset<std::pair<int, int>> seen;  // (mode, layers)
+    for (const Estimate& e : planner.search(sp, o).all)
+      seen.insert({static_cast<int>(e.strategy.training.recompute.mode), e.strategy.training.recompute_layers});
+    const int none = static_cast<int>(RecomputeMode::None), full = static_cast<int>(RecomputeMode::Full);
+    CHECK(seen == std::multiset<std::pair<int, int>>{{none, 0}, {full, 0}, {full, 20}});
+    // With PP4 (chunks of 20) 20 repeats 0 as well.
+    const std::string piped = "hardware: h100-sxm-ib\nmodel: llama3-70b\nnodes: [4]\nparallel: {tp: [8], pp: [4], cp: [1], sp: [false]}\n"
+                              "training: {micro_batch: [1], global_batch: [16], recompute: [full], recompute_layers: [0, 5, 20]}\n"
+                              "schedule: [1f1b]\n";
+    std::multiset<int> layers;
+    for (const Estimate& e : planner.search(parse_search_space(piped, "rl-pp.yaml"), o).all)
+      layers.insert(e.strategy.training.recompute_layers);
+    CHECK(layers == std::multiset<int>{0, 5});
   }
 
   TEST_CASE("tp auto: powers of two up to the scale-up domain, not the node") {
