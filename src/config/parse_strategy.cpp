@@ -396,7 +396,8 @@ std::string recompute_spelling(const Recompute& r) {
 std::string recompute_label(const Training& t) {
   std::string out = recompute_spelling(t.recompute);
   if (t.recompute_layers > 0 && t.recompute.mode != RecomputeMode::Modules) out += ",";
-  if (t.recompute_layers > 0) out += " " + std::to_string(t.recompute_layers) + " layers per chunk";
+  if (t.recompute_layers > 0)
+    out += " " + std::to_string(t.recompute_layers) + (t.recompute_layers == 1 ? " layer" : " layers") + " per chunk";
   return out;
 }
 

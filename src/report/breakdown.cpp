@@ -267,8 +267,8 @@ std::string compute_text(const Plan& plan, const ComputeBreakdown& b, bool all_o
            "\n";
   }
   if (std::any_of(b.layers.begin(), b.layers.end(), [](const LayerEstimate& l) { return l.recompute_skipped; }))
-    out += "* " + std::to_string(plan.strategy.training.recompute_layers) +
-           " layers of each model chunk recompute (training.recompute_layers); these do not.\n";
+    out += "* " + config::recompute_label(plan.strategy.training) +
+           ": these layers do not recompute (training.recompute_layers).\n";
   for (const LayerEstimate& l : b.layers) {
     // A kind's layers left out of the recompute run the same forward ops.
     if (l.recompute_skipped && !all_ops) continue;

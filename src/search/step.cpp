@@ -26,7 +26,7 @@ struct Exposed {
 };
 
 // EP: with overlap (DualPipe's F&B pairing, 1F1B all-to-all overlap; needs another
-// micro-batch in flight, so pp > 1) DMA-engine communication hides under the layer's
+// micro-batch to pair with: ep_overlapped) DMA-engine communication hides under the layer's
 // compute of the paired micro-batch; compute-engine communication always adds (the seeds'
 // DMA = max, SPC = sum rule). A DMA-tier transfer whose kernels hold a share s of the
 // compute units (DeepEP's 20 SMs, NCCL's channels: `comm_units`) holds them for the whole
@@ -124,8 +124,14 @@ bool partial_recompute(const Strategy& s) {
 }
 
 // EP communication hides behind the paired micro-batch's compute only with another
-// micro-batch in flight on the rank (pp > 1).
-bool ep_overlapped(const Strategy& s) { return s.overlap.ep && s.parallel.pp > 1; }
+// micro-batch to pair with: in flight on the rank (pp > 1), or without a pipeline the next
+// micro-batch of the step, whose forward Megatron-Core runs beside the previous one's
+// backward (NVIDIA/Megatron-LM@d98e8a64dd megatron/core/pipeline_parallel/combined_1f1b.py,
+// combined_1f1b_schedule_for_no_pipelining; the first forward and the last backward run
+// alone, taken as paired like a pipeline's warm-up).
+bool ep_overlapped(const Strategy& s) {
+  return s.overlap.ep && (s.parallel.pp > 1 || schedule::micro_batches(s) > 1);
+}
 
 // Per-micro-batch times of every chunk of every rank (exposed communication included):
 // `on_chunk(rank, times)` for each chunk of a rank in order, then `on_rank(rank, total)` with

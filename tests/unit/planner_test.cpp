@@ -578,6 +578,24 @@ TEST_SUITE("search.planner") {
     CHECK(layers == std::multiset<int>{0, 5});
   }
 
+  TEST_CASE("EP overlap without a pipeline pairs a micro-batch's forward with the previous one's backward") {
+    // Megatron-Core's combined_1f1b_schedule_for_no_pipelining (megatron/core/pipeline_parallel/
+    // combined_1f1b.py): at pp 1 the overlap needs a second micro-batch in the step. With one
+    // micro-batch (global 8 = dp 8 x mb 1) overlap.ep changes nothing; with two (global 16)
+    // the EP time is priced by the overlap rule instead of added whole.
+    const HardwareSpec hw = load_hardware("h100-sxm-ib");
+    const ModelSpec mix = load_model("mixtral-8x7b");
+    auto ep_time = [&](int global, bool overlap) {
+      const std::string text = "nodes: 1\nparallel: {tp: 1, pp: 1, dp: 8, ep: 8}\ntraining: {micro_batch: 1, global_batch: " +
+                               std::to_string(global) + ", zero: 1}\nmoe: {dispatch: alltoall}\noverlap: {ep: " +
+                               (overlap ? "true" : "false") + "}\n";
+      return Planner(hw, mix).evaluate(parse_strategy(text, "ep1.yaml", hw, mix)).time_s.ep_comm;
+    };
+    REQUIRE(ep_time(8, false) > 0);
+    CHECK(ep_time(8, true) == doctest::Approx(ep_time(8, false)));
+    CHECK(ep_time(16, true) != doctest::Approx(ep_time(16, false)));
+  }
+
   TEST_CASE("tp auto: powers of two up to the scale-up domain, not the node") {
     // hardware/gb200-nvl72.yaml: 4-GPU trays on a 72-GPU NVLink domain -> tp 1..64;
     // h100-sxm-ib: the node is the domain (8 GPUs) -> tp 1..8. Llama 3 405B's 128 heads and 8
