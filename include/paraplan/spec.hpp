@@ -486,6 +486,10 @@ struct Training {
   /// integer selective_ac_option k and fms-fsdp's selective_checkpointing p checkpoint every
   /// k-th / a share p of the blocks, the same count. `training.recompute_layers: N`; 0 = every layer.
   int recompute_layers = 0;
+  /// Whether some layers recompute and others do not (recompute_layers with a recompute mode).
+  [[nodiscard]] bool partial_recompute() const {
+    return recompute_layers > 0 && recompute.mode != RecomputeMode::None;
+  }
   int zero = 1;                   ///< ZeRO stage 0..3
   Optimizer optimizer = Optimizer::Adam;
   bool optimizer_offload = false;

@@ -5,12 +5,14 @@
 
 namespace paraplan::config {
 
-int model_chunks(const Strategy& s) {
-  const int pp = std::max(1, s.parallel.pp);
-  if (s.schedule == Schedule::Interleaved) return pp * std::max(1, s.parallel.vpp);
-  if (s.schedule == Schedule::DualPipeV) return 2 * pp;
+int model_chunks(int pp, int vpp, Schedule schedule) {
+  pp = std::max(1, pp);
+  if (schedule == Schedule::Interleaved) return pp * std::max(1, vpp);
+  if (schedule == Schedule::DualPipeV) return 2 * pp;
   return pp;
 }
+
+int model_chunks(const Strategy& s) { return model_chunks(s.parallel.pp, s.parallel.vpp, s.schedule); }
 
 namespace {
 

@@ -15,6 +15,7 @@ namespace paraplan::config {
 
 /// Model chunks the strategy's schedule runs: pp; interleaved pp x vpp; DualPipeV 2 pp.
 int model_chunks(const Strategy& s);
+int model_chunks(int pp, int vpp, Schedule schedule);
 
 /// What one model chunk of a layout holds.
 struct LayoutChunk {

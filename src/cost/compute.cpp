@@ -333,6 +333,12 @@ void split_tp_gemms(const cost::ComputeModel& cm, const std::vector<model::Op>& 
 
 namespace cost {
 
+Strategy without_recompute(Strategy s) {
+  s.training.recompute = Recompute{};
+  s.training.recompute_layers = 0;
+  return s;
+}
+
 ComputeBreakdown compute_every_layer(const Plan& plan, double expert_load) {
   const double load = expert_load * plan.strategy.moe.imbalance;
   ComputeBreakdown out;
@@ -439,12 +445,10 @@ ComputeBreakdown compute_every_layer(const Plan& plan, double expert_load) {
 ComputeBreakdown estimate_compute(const Plan& plan, double expert_load) {
   ComputeBreakdown out = cost::compute_every_layer(plan, expert_load);
   const Strategy& s = plan.strategy;
-  if (s.training.recompute_layers <= 0 || s.training.recompute.mode == RecomputeMode::None) return out;
+  if (!s.training.partial_recompute()) return out;
   // training.recompute_layers: the layers left out of the recompute run as with none.
-  Plan plain = plan;
-  plain.strategy.training.recompute = Recompute{};
-  plain.strategy.training.recompute_layers = 0;
-  const ComputeBreakdown kept = cost::compute_every_layer(plain, expert_load);
+  const ComputeBreakdown kept =
+      cost::compute_every_layer(Plan{plan.hardware, plan.model, cost::without_recompute(s)}, expert_load);
   const auto [rc_dense, rc_moe] = schedule::recomputed_layers(plan.model, s);
   std::vector<LayerEstimate> layers;
   for (LayerEstimate& l : out.layers) {

@@ -116,4 +116,7 @@ const char* op_class_name(const model::Op& op);
 /// of the recompute from a second call with recompute none.
 ComputeBreakdown compute_every_layer(const Plan& plan, double expert_load);
 
+/// `s` without recompute: how the layers training.recompute_layers leaves out run.
+Strategy without_recompute(Strategy s);
+
 }  // namespace paraplan::cost

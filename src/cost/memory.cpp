@@ -786,7 +786,7 @@ void combine_memory(const MemoryInputs& in, const HardwareSpec& hw, const ModelS
     n.embedding = c.embedding;
     n.head = c.head;
     n.mtp = has_mtp ? c.mtp : 0;
-    if (s.training.recompute_layers > 0 && s.training.recompute.mode != RecomputeMode::None) {
+    if (s.training.partial_recompute()) {
       for (const schedule::Chunk& ch : chunks) {
         const int nd = ch.dense_layers(nd_model), rd = ch.recomputed_dense(s.training.recompute_layers, nd_model);
         n.kept_dense += nd - rd;

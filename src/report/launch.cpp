@@ -325,7 +325,7 @@ std::string megatron(const Plan& plan) {
       arg("--recompute-modules " + util::join(recompute_modules(t.recompute), " "));
       break;
   }
-  if (t.recompute_layers > 0 && t.recompute.mode != RecomputeMode::Full && t.recompute.mode != RecomputeMode::None)
+  if (t.partial_recompute() && t.recompute.mode != RecomputeMode::Full)
     lost.push_back("training.recompute_layers " + str(t.recompute_layers) +
                    " with recompute " + config::recompute_spelling(t.recompute) +
                    " (Megatron-LM counts layers only for full recompute; written for every layer)");
@@ -742,7 +742,7 @@ std::string torchtitan(const Plan& plan) {
             "] (torchtitan's selective checkpointing picks ops by its own policy)");
       break;
   }
-  if (t.recompute_layers > 0 && t.recompute.mode != RecomputeMode::Full && t.recompute.mode != RecomputeMode::None)
+  if (t.partial_recompute() && t.recompute.mode != RecomputeMode::Full)
     o.add("# not expressible: recompute_layers " + str(t.recompute_layers) + " with recompute " +
           config::recompute_spelling(t.recompute) + " (torchtitan's per-block option checkpoints whole blocks)");
   if (moe && balanced_load(s.moe.routing)) {

@@ -44,8 +44,6 @@ std::string report::layout_label(const Strategy& s) {
 
 namespace {
 
-std::string recompute_short(const Training& t) { return config::recompute_label(t); }
-
 // The rank table's column: a module list joined by '+', the longest names shortened, so the
 // column keeps its width ("[layernorm, mla_up_proj, moe_act]" -> "norm+mla_up+moe_act").
 std::string recompute_column(const Training& t) {
@@ -262,7 +260,7 @@ std::string rank_table(const SearchResult& r, std::size_t rows) {
     for (const Estimate& e : r.best_per_nodes) {
       const Strategy& s = e.strategy;
       out += "  " + pad(std::to_string(s.nodes) + " nodes", 10) + pad(layout(s), 33) + " mb" +
-             std::to_string(s.training.micro_batch) + ", " + recompute_short(s.training) + ", " +
+             std::to_string(s.training.micro_batch) + ", " + config::recompute_label(s.training) + ", " +
              (s.parallel.ep > 1 ? std::string(dispatch_name(s)) : std::string("no EP")) + ", " +
              schedule_name(s.schedule) + ": TGS " + fmt("%.0f", e.tokens_per_device_per_s) + ", step " +
              units::format_time(e.step_time_s) + ", " + mem_short(e) + "\n";
@@ -353,7 +351,7 @@ std::string rank_markdown(const SpacePlan& space, const SearchResult& r, const s
     const Estimate& e = r.best[i];
     const Strategy& s = e.strategy;
     out << "| " << i + 1 << " | " << s.nodes << " | " << layout(s) << " | " << s.training.micro_batch << " | "
-        << recompute_short(s.training) << " | " << (s.parallel.ep > 1 ? dispatch_name(s) : "-")
+        << config::recompute_label(s.training) << " | " << (s.parallel.ep > 1 ? dispatch_name(s) : "-")
         << " | " << schedule_name(s.schedule) << " | " << training_short(s) << " | " << fmt("%.3f", e.step_time_s)
         << " | " << fmt("%.0f", e.tokens_per_device_per_s) << " | " << fmt("%.1f%%", 100 * e.mfu) << " | "
         << mem_short(e) << " | " << e.bottleneck << " |\n";
@@ -370,7 +368,7 @@ std::string rank_markdown(const SpacePlan& space, const SearchResult& r, const s
     for (const Estimate& e : r.best_per_nodes) {
       const Strategy& s = e.strategy;
       out << "| " << s.nodes << " | " << layout(s) << " | " << s.training.micro_batch << " | "
-          << recompute_short(s.training) << " | " << (s.parallel.ep > 1 ? dispatch_name(s) : "-")
+          << config::recompute_label(s.training) << " | " << (s.parallel.ep > 1 ? dispatch_name(s) : "-")
           << " | " << schedule_name(s.schedule) << " | " << fmt("%.3f", e.step_time_s) << " | "
           << fmt("%.0f", e.tokens_per_device_per_s) << " | " << mem_short(e) << " |\n";
     }

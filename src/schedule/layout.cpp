@@ -231,16 +231,15 @@ std::pair<int, int> recomputed_layers(const ModelSpec& m, const Strategy& s) {
   const int n = s.training.recompute_layers;
   if (n <= 0) return {nd_model, model::moe_layers(m)};
   std::pair<int, int> out{0, 0};
-  std::vector<bool> seen(static_cast<std::size_t>(m.layers) + 1, false);
   for (const auto& chunks : *rank_chunks(m, s)) {
     for (const Chunk& ch : chunks) {
-      if (ch.layers == 0 || seen[static_cast<std::size_t>(ch.first_layer)]) continue;
-      seen[static_cast<std::size_t>(ch.first_layer)] = true;
       const int rd = ch.recomputed_dense(n, nd_model);
       out.first += rd;
       out.second += ch.recomputed(n) - rd;
     }
   }
+  // DualPipe's ranks hold every chunk twice (stages r and pp - 1 - r).
+  if (s.schedule == Schedule::DualPipe && s.parallel.pp > 1) out = {out.first / 2, out.second / 2};
   return out;
 }
 

@@ -48,7 +48,7 @@ LayerKey key_of(const Strategy& s, int model_seq) {
   k.sp = s.parallel.sp;
   k.dies = s.ep_over_dies;
   k.recompute = s.training.recompute.mode;
-  k.partial_recompute = s.training.recompute_layers > 0 && k.recompute != RecomputeMode::None;
+  k.partial_recompute = s.training.partial_recompute();
   if (k.recompute == RecomputeMode::Modules) {
     for (int i = 0; i < kRecomputeModuleCount; ++i) {
       if (s.training.recompute.modules[static_cast<std::size_t>(i)]) k.modules |= static_cast<std::uint8_t>(1u << i);
@@ -144,12 +144,8 @@ LayerCosts compute_layer_costs(const HardwareSpec& hw, const ModelSpec& m, const
   LayerCosts out = kind_costs(hw, m, s);
   out.dense_kept = out.dense;
   out.moe_kept = out.moe;
-  if (s.training.recompute_layers > 0 && s.training.recompute.mode != RecomputeMode::None) {
-    // The layers left out of the recompute run as with none.
-    Strategy kept = s;
-    kept.training.recompute = Recompute{};
-    kept.training.recompute_layers = 0;
-    const LayerCosts k = kind_costs(hw, m, kept);
+  if (s.training.partial_recompute()) {
+    const LayerCosts k = kind_costs(hw, m, cost::without_recompute(s));
     out.dense_kept = k.dense;
     out.moe_kept = k.moe;
   }

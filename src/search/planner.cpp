@@ -18,6 +18,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "config/pipeline_layout.hpp"
 #include "cost/comm.hpp"
 #include "cost/memory.hpp"
 #include "model/op_graph.hpp"
@@ -640,10 +641,8 @@ struct Enumeration {
   // largest chunk's layers recomputes every layer, as 0 does (known when the spread is even).
   bool repeats(const Layout& l, const TrainingChoice& c) const {
     if (c.recompute_layers <= 0 || !even_chunks) return false;
-    const int chunks = l.schedule == Schedule::Interleaved ? l.pp * std::max(1, l.vpp)
-                       : l.schedule == Schedule::DualPipeV ? 2 * l.pp
-                                                           : l.pp;
-    return c.recompute_layers >= (model_layers + chunks - 1) / std::max(1, chunks);
+    const int chunks = config::model_chunks(l.pp, l.vpp, l.schedule);
+    return c.recompute_layers >= (model_layers + chunks - 1) / chunks;
   }
   // Candidates of layout `l` (inner choices that exist for it).
   std::size_t count(const Layout& l) const {

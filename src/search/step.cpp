@@ -118,11 +118,6 @@ struct Ranks {
   }
 };
 
-// Whether some layers recompute and others do not (training.recompute_layers).
-bool partial_recompute(const Strategy& s) {
-  return s.training.recompute_layers > 0 && s.training.recompute.mode != RecomputeMode::None;
-}
-
 // EP communication hides behind the paired micro-batch's compute only with another
 // micro-batch to pair with: in flight on the rank (pp > 1), or without a pipeline the next
 // micro-batch of the step, whose forward Megatron-Core runs beside the previous one's
@@ -148,7 +143,7 @@ void each_rank(const ModelSpec& m, const Strategy& s, const LayerCosts& c, OnChu
   const Exposed head = expose(c.head, false, c.ep_overlap);
   // training.recompute_layers: of each chunk's layers the first that many recompute, the
   // others run as without recompute.
-  const int rc_layers = partial_recompute(s) ? s.training.recompute_layers : 0;
+  const int rc_layers = s.training.partial_recompute() ? s.training.recompute_layers : 0;
   const Exposed dense_kept = rc_layers > 0 ? expose(c.dense_kept, ep_overlap, c.ep_overlap) : dense;
   const Exposed moe_kept = rc_layers > 0 ? expose(c.moe_kept, ep_overlap, c.ep_overlap) : moe;
   const int nd_model = model::dense_layers(m);
@@ -168,16 +163,11 @@ void each_rank(const ModelSpec& m, const Strategy& s, const LayerCosts& c, OnChu
       if (held != last) {
         last = held;
         t = RankTime{};
-        if (rc_layers > 0) {
-          const int rd = ch.recomputed_dense(rc_layers, nd_model), rm = ch.recomputed(rc_layers) - rd;
-          t.add(dense, rd);
-          t.add(dense_kept, nd - rd);
-          t.add(moe, rm);
-          t.add(moe_kept, ch.layers - nd - rm);
-        } else {
-          t.add(dense, nd);
-          t.add(moe, ch.layers - nd);
-        }
+        const int rd = ch.recomputed_dense(rc_layers, nd_model), rm = ch.recomputed(rc_layers) - rd;
+        t.add(dense, rd);
+        t.add(dense_kept, nd - rd);
+        t.add(moe, rm);
+        t.add(moe_kept, ch.layers - nd - rm);
         if (ch.embedding) t.add(emb, 1);
         if (ch.head) t.add(head, 1);
         if (ch.mtp) t.add(mtp, m.mtp_depth);
