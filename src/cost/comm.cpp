@@ -4,12 +4,18 @@
 #include <cmath>
 #include <limits>
 
+#include "schedule/layout.hpp"
+
 namespace paraplan::cost {
 
 double dma_compute_share(const HardwareSpec& hw) {
   const DeviceSpec& d = hw.device;
   return d.comm_units > 0 && d.compute_units > 0 ? std::min(1.0, static_cast<double>(d.comm_units) / d.compute_units)
                                                  : 0.0;
+}
+
+bool ep_overlapped(const Strategy& s) {
+  return s.overlap.ep && (s.parallel.pp > 1 || schedule::micro_batches(s) > 1);
 }
 
 bool ep_again(const Strategy& s, const LayerEstimate& layer) {

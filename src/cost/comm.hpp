@@ -106,6 +106,13 @@ EpTransfers ep_transfers(const HardwareSpec& hw, const std::vector<CommOpEstimat
 /// module), as Megatron-Core's checkpointed MoE layer and a checkpoint wrapper around the
 /// whole block do; not torchtitan's op policy, which keeps collective outputs.
 bool ep_again(const Strategy& s, const LayerEstimate& layer);
+/// Whether EP communication hides behind a paired micro-batch's compute (overlap.ep with
+/// another micro-batch to pair with: in flight on the rank, pp > 1, or without a pipeline the
+/// step's next micro-batch, whose forward Megatron-Core runs beside the previous one's
+/// backward: NVIDIA/Megatron-LM@d98e8a64dd megatron/core/pipeline_parallel/combined_1f1b.py,
+/// combined_1f1b_schedule_for_no_pipelining; the first forward and the last backward run
+/// alone, taken as paired like a pipeline's warm-up).
+bool ep_overlapped(const Strategy& s);
 
 /// The EP time left exposed beside `compute_s` of the layer's compute (forward, backward and
 /// weight gradient of a paired micro-batch) when the strategy overlaps it: the engine part

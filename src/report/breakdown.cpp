@@ -130,7 +130,7 @@ LayerTimes executed_layer(const Plan& plan, const LayerEstimate& l, const LayerC
   const cost::EpTransfers ep = cost::ep_transfers(plan.hardware, comm->ops, cost::ep_again(s, l));
   const double ep_f = ep.forward_s, ep_b = ep.backward_s;
   if (ep_f + ep_b > 0) {
-    const double exposed = cost::ep_exposed(ep, l.forward_s + l.backward_s, s.overlap.ep && s.parallel.pp > 1,
+    const double exposed = cost::ep_exposed(ep, l.forward_s + l.backward_s, cost::ep_overlapped(s),
                                             plan.hardware.calibration.ep_overlap);
     t.forward_s += exposed * ep_f / (ep_f + ep_b);
     t.backward_s += exposed * ep_b / (ep_f + ep_b);

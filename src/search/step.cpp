@@ -118,16 +118,6 @@ struct Ranks {
   }
 };
 
-// EP communication hides behind the paired micro-batch's compute only with another
-// micro-batch to pair with: in flight on the rank (pp > 1), or without a pipeline the next
-// micro-batch of the step, whose forward Megatron-Core runs beside the previous one's
-// backward (NVIDIA/Megatron-LM@d98e8a64dd megatron/core/pipeline_parallel/combined_1f1b.py,
-// combined_1f1b_schedule_for_no_pipelining; the first forward and the last backward run
-// alone, taken as paired like a pipeline's warm-up).
-bool ep_overlapped(const Strategy& s) {
-  return s.overlap.ep && (s.parallel.pp > 1 || schedule::micro_batches(s) > 1);
-}
-
 // Per-micro-batch times of every chunk of every rank (exposed communication included):
 // `on_chunk(rank, times)` for each chunk of a rank in order, then `on_rank(rank, total)` with
 // one micro-batch's share of all the rank's chunks. `every_rank` = false visits only the first
@@ -135,7 +125,7 @@ bool ep_overlapped(const Strategy& s) {
 template <typename OnChunk, typename OnRank>
 void each_rank(const ModelSpec& m, const Strategy& s, const LayerCosts& c, OnChunk&& on_chunk, OnRank&& on_rank,
                bool every_rank = true) {
-  const bool ep_overlap = ep_overlapped(s);
+  const bool ep_overlap = cost::ep_overlapped(s);
   const Exposed dense = expose(c.dense, ep_overlap, c.ep_overlap);
   const Exposed moe = expose(c.moe, ep_overlap, c.ep_overlap);
   const Exposed mtp = expose(c.mtp, ep_overlap, c.ep_overlap);
@@ -223,7 +213,7 @@ StepScale step_scale(const HardwareSpec& hw, const ModelSpec& m, const Strategy&
 }
 
 double step_lower_bound(const ModelSpec& m, const Strategy& s, const LayerCosts& c) {
-  const bool ep_overlap = ep_overlapped(s);
+  const bool ep_overlap = cost::ep_overlapped(s);
   auto total = [&](const KindCost& k) {
     const Exposed e = expose(k, ep_overlap, c.ep_overlap);
     return e.f + e.b + e.w;
