@@ -165,7 +165,8 @@ struct AttentionRow {
   double time_s = 0;
   double flops = 0;          ///< 2 b h s^2 (d + dv) forward (half of it causal), x 2.5 backward;
                              ///< with a window w the causal pairs are s w - w^2 / 2
-  double efficiency = 0;     ///< flops / (time x the BF16 peak)
+  double efficiency = 0;     ///< flops / (time x the peak of its data type)
+  bool fp8 = false;          ///< an FP8 / MXFP8 row: efficiency of the FP8 peak
   int line = 0;
 };
 
@@ -175,11 +176,13 @@ struct AttentionRow {
 /// benchmark/sdpa_benchmark_training CSVs as written (backend, profile_pass, attn_mask,
 /// batch_size, num_q_heads, head_dim_qk, head_dim_vo, q_seqlen, kv_seqlen, time_ms,
 /// sliding_window_size): their BF16, non-deterministic, successful rows of equal query and key
-/// lengths; the rows left out are counted in `notes`. `peak_bf16`: the device's BF16 FLOP/s
-/// (a row above it is an error).
-[[nodiscard]] PARAPLAN_EXPORT std::vector<AttentionRow> read_attention_rows(const std::string& path,
-                                                                            double peak_bf16,
-                                                                            std::vector<std::string>* notes = nullptr);
+/// lengths; the rows left out are counted in `notes`. `dtype`: the data type whose rows are
+/// read (bf16, or cudnn-frontend's fp8 / mxfp8: their kernel is named `BACKEND_DTYPE`, e.g.
+/// cudnn_mxfp8, and marked fp8); a CSV without a data_type column is BF16. `peak`: the
+/// device's FLOP/s at that data type (a row above it is an error).
+[[nodiscard]] PARAPLAN_EXPORT std::vector<AttentionRow> read_attention_rows(const std::string& path, double peak,
+                                                                            std::vector<std::string>* notes = nullptr,
+                                                                            const std::string& dtype = "bf16");
 
 /// The attention model's efficiency and per-tile overhead (device.attention[].forward /
 /// backward and forward_overhead / backward_overhead) of one kernel and pass, fitted to its
@@ -199,6 +202,7 @@ struct AttentionFit {
   double wide_head = 0;      ///< exponent for heads wider than the reference; fitted if any
   int wide_rows = 0;         ///< rows of heads wider than the reference
   int head_dims = 1;         ///< distinct head dims in the rows
+  bool fp8 = false;          ///< FP8 rows: efficiency of the FP8 peak (`precision: fp8`)
   int rows = 0;
   double mean_error = 0, worst_error = 0;  ///< |model - measured| / measured over the rows
 };

@@ -82,6 +82,13 @@ struct AttentionKernelSpec {
   double head_dim = 128;
   double forward_softmax = 0, backward_softmax = 0;
   double forward_wide_head = 0, backward_wide_head = 0;
+  /// FP8 inputs (Transformer Engine's fp8_dot_product_attention on cuDNN's FP8 / MXFP8 SDPA):
+  /// forward / backward are fractions of the FP8 peak, and the queries, keys and values (and in
+  /// the backward the output and its gradient) are quantized before the kernel. `precision: fp8`.
+  bool fp8 = false;
+  /// Whether the backward visits only the key tiles inside a sliding window (false: every
+  /// causal tile, the window masked inside them). `backward_window: false`.
+  bool backward_window = true;
 };
 
 /// Memory-bound op classes; each reaches its own fraction of the HBM bandwidth.
@@ -564,6 +571,17 @@ struct Training {
   /// preprocessing, Megatron's cuda_graph_scope attn, moe_router, moe_preprocess); the host
   /// no longer issues them one by one. `training.cuda_graphs: true`.
   bool cuda_graphs = false;
+  /// The whole iteration's forward and backward captured in one CUDA graph (Megatron-Core
+  /// cuda_graph_impl full_iteration; the optimizer stays outside): every kernel of every
+  /// layer, the embedding and the head is replayed from the graph, and a dropless MoE layer
+  /// no longer waits for its token counts (static expert buffers sized by
+  /// moe_expert_rank_capacity_factor; NVIDIA/Megatron-LM@d98e8a64dd
+  /// docs/user-guide/features/paged_stash.md). `training.cuda_graphs: full`; implies cuda_graphs.
+  bool cuda_graphs_full = false;
+  /// The output head's GEMMs in FP8 (Megatron-Core fp8_output_proj: the LM head under the
+  /// MXFP8 autocast, its input and the logits' gradient quantized); default BF16 (DeepSeek-V3
+  /// sec. 3.3.1). `training.fp8_head: true`.
+  bool fp8_head = false;
   /// The model code expands GQA keys and values to the query heads before the attention
   /// kernel (torchtitan's and Hugging Face's `repeat_kv`): a copy per layer, K/V saved and
   /// exchanged at the query heads' width. `training.repeat_kv: true`.
@@ -602,6 +620,14 @@ struct MoeExec {
   /// input gradient gives the weights' gradient, no expert output is kept).
   /// `moe.gate_at: combine | swiglu`.
   bool gate_at_swiglu = false;
+  /// The routed experts' MLP as Transformer Engine's fused grouped MLP (the op fuser with
+  /// NVTE_CUTEDSL_FUSED_GROUPED_MLP, cuDNN's CuTe-DSL kernels, MXFP8 on Blackwell): FC1's
+  /// grouped GEMM applies the GLU and the routing weights and quantizes FC2's input in its
+  /// epilogue, and FC2's input-gradient GEMM applies the GLU's backward and quantizes FC1's
+  /// output gradient in its own; every expert GEMM is one persistent grouped kernel
+  /// (TransformerEngine@d0067d0 transformer_engine/pytorch/ops/fused/grouped_mlp.py).
+  /// `moe.fused_mlp: true`.
+  bool fused_mlp = false;
   /// The two-stage schemes (sendrecv_*): the inter-node send/recv moves its tokens in this
   /// many chunks, and the intra-node stage starts on each chunk as it arrives (the seeds'
   /// two-stage pipelining, SEED_DIGEST sec. 5.8; 1 = one transfer, the seeds' halves).
@@ -670,8 +696,8 @@ struct RuleViolation {
 /// Checks a strategy against its hardware and model; empty when valid.
 /// Rules: world, heads_tp, kv_heads_tp, experts_ep, ep_world, layers_pp, batch_dp, batch_runs,
 /// vpp_schedule, dualpipe_pp, nodes_cluster, seq_cp, moe_fields, ep_over_dies, sp_tp,
-/// attention_kernel, pipeline_layout, offload_layers_pp, offload_layers, dp_replicate,
-/// recompute_layers.
+/// attention_kernel, pipeline_layout, offload_layers_pp, offload_layers, recompute_layers,
+/// fp8_head, fused_mlp, dp_replicate.
 [[nodiscard]] PARAPLAN_EXPORT std::vector<RuleViolation> check_rules(const Strategy& s, const HardwareSpec& hw,
                                                      const ModelSpec& m);
 /// The first rule `s` breaks, in check_rules' order, without building its message (the
@@ -715,6 +741,9 @@ struct SearchSpace {
   bool fp32_grad_add = false;      ///< training.grad_accumulation: fp32_add
   bool grad_all_reduce = false;    ///< training.grad_reduce: all_reduce
   bool cuda_graphs = false;        ///< training.cuda_graphs
+  bool cuda_graphs_full = false;   ///< training.cuda_graphs: full
+  bool fp8_head = false;           ///< training.fp8_head
+  bool fused_mlp = false;          ///< moe.fused_mlp
   int offload_layers = 0;          ///< training.offload_layers
   /// training.recompute_layers, for the candidates that recompute (auto: 0 and the powers of
   /// two below the model's layers; a value at least a chunk's layers is the same as 0).

@@ -469,6 +469,7 @@ std::string hardware_overlay_yaml(const HardwareOverlay& o) {
         if (std::find(done.begin(), done.end(), f.kernel) != done.end()) continue;
         done.push_back(f.kernel);
         y << "    - name: " << f.kernel << "\n      block: " << util::fmt("%.4g", f.block) << "\n";
+        if (f.fp8) y << "      precision: fp8  # fractions of the FP8 peak; FP8 inputs, quantized before it\n";
         if (f.head_dims > 1) y << "      head_dim: " << util::fmt("%.4g", f.head_dim) << "  # the reference\n";
         for (const AttentionFit& g : o.attention) {
           if (g.kernel != f.kernel) continue;

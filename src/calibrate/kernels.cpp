@@ -52,8 +52,9 @@ const char* mem_class_name(MemClass c) {
   return "elementwise";
 }
 
-std::vector<AttentionRow> read_attention_rows(const std::string& path, double peak_bf16,
-                                              std::vector<std::string>* notes) {
+std::vector<AttentionRow> read_attention_rows(const std::string& path, double peak,
+                                              std::vector<std::string>* notes, const std::string& dtype) {
+  const bool bf16 = dtype == "bf16" || dtype == "bfloat16";
   calib::CsvTable t = calib::read_csv_table(path, "an attention benchmark");
   // bench/gpu/attention.py's names first, then cudnn-frontend's sdpa_benchmark_training ones.
   const int ck = t.column({"kernel", "backend"}), cp = t.column({"pass", "profile_pass"});
@@ -80,13 +81,14 @@ std::vector<AttentionRow> read_attention_rows(const std::string& path, double pe
   int failed = 0, other_type = 0, deterministic = 0, unequal = 0;
   std::vector<AttentionRow> rows;
   for (const calib::CsvTable::Row& row : t.rows) {
-    // cudnn-frontend's rows this model does not time: failed runs, FP8 data types, the
-    // deterministic backward (another algorithm), queries and keys of different lengths.
+    // cudnn-frontend's rows this model does not time: failed runs, other data types than the
+    // one asked for, the deterministic backward (another algorithm), queries and keys of
+    // different lengths.
     if (const std::string* ok = cell(row, cok); ok && (*ok == "False" || *ok == "false" || *ok == "0")) {
       ++failed;
       continue;
     }
-    if (const std::string* dt = cell(row, ct); dt && *dt != "bfloat16" && *dt != "bf16") {
+    if (const std::string* dt = cell(row, ct); bf16 ? dt && *dt != "bfloat16" && *dt != "bf16" : !dt || *dt != dtype) {
       ++other_type;
       continue;
     }
@@ -123,7 +125,8 @@ std::vector<AttentionRow> read_attention_rows(const std::string& path, double pe
       t.error(row.line, static_cast<int>(row.text.size()) + 1, "missing columns");
       continue;
     }
-    r.kernel = row.cells[static_cast<std::size_t>(ck)];
+    r.kernel = row.cells[static_cast<std::size_t>(ck)] + (bf16 ? "" : "_" + dtype);
+    r.fp8 = !bf16;
     const std::string& pass = row.cells[static_cast<std::size_t>(cp)];
     if (r.kernel.empty()) t.error(row.line, t.at(row, ck), "empty kernel name");
     // The passes this row times: (backward, time column, its factor to seconds).
@@ -180,11 +183,12 @@ std::vector<AttentionRow> read_attention_rows(const std::string& path, double pe
       p.time_s = time * to_seconds;
       if (!time_in_range(t, row, col, p.time_s)) continue;
       p.flops = 2 * p.batch * p.heads * pairs * (p.head_dim + p.v_head_dim) * (p.backward ? 2.5 : 1.0);
-      p.efficiency = p.flops / (p.time_s * peak_bf16);
+      p.efficiency = p.flops / (p.time_s * peak);
       if (!(p.efficiency <= 1.0)) {
         t.error(row.line, t.at(row, col),
-                "achieved " + util::fmt("%.4g", p.flops / p.time_s / 1e12) + " TFLOP/s exceeds the BF16 peak " +
-                    util::fmt("%.4g", peak_bf16 / 1e12) + " TFLOP/s: wrong hardware or columns?");
+                "achieved " + util::fmt("%.4g", p.flops / p.time_s / 1e12) + " TFLOP/s exceeds the " +
+                    (bf16 ? "BF16" : "FP8") + " peak " + util::fmt("%.4g", peak / 1e12) +
+                    " TFLOP/s: wrong hardware or columns?");
         continue;
       }
       rows.push_back(p);
@@ -197,7 +201,7 @@ std::vector<AttentionRow> read_attention_rows(const std::string& path, double pe
       if (n > 0) notes->push_back(path + ": " + std::to_string(n) + (n == 1 ? " row" : " rows") + " left out (" + why + ")");
     };
     note(failed, "the benchmark's run failed");
-    note(other_type, "not BF16: the model times BF16 attention");
+    note(other_type, bf16 ? "not BF16 (--dtype fp8 / mxfp8 reads those)" : ("not " + dtype).c_str());
     note(deterministic, "the deterministic backward, another algorithm");
     note(unequal, "queries and keys of different lengths");
   }
@@ -220,6 +224,7 @@ std::vector<AttentionFit> calibrate_attention(const std::vector<AttentionRow>& r
     best.kernel = key.first;
     best.backward = key.second;
     best.block = block;
+    best.fp8 = g.front()->fp8;
     best.rows = static_cast<int>(g.size());
     // The reference head dim: 128 where the rows have it, else the first row's; a row's head
     // dim is the mean of its query-key and value dims (the op graph's). With one head dim

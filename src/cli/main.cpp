@@ -811,10 +811,11 @@ std::string num(const char* format, double v) {
 
 int cmd_calibrate_attention(const CalibrateArgs& a) {
   const paraplan::HardwareSpec hw = paraplan::load_hardware(a.hardware);
-  const double peak = hw.device.peak(paraplan::Dtype::Bf16);
+  const bool fp8 = a.dtype != "bf16";
+  const double peak = hw.device.peak(fp8 ? paraplan::Dtype::Fp8 : paraplan::Dtype::Bf16);
   if (peak <= 0 || hw.device.compute_units <= 0) {
-    std::cerr << "paraplan calibrate attention: " << a.hardware
-              << " needs a BF16 peak and `device.compute_units` (the model spreads tiles over them)\n";
+    std::cerr << "paraplan calibrate attention: " << a.hardware << " needs " << (fp8 ? "an FP8" : "a BF16")
+              << " peak and `device.compute_units` (the model spreads tiles over them)\n";
     return kExitBadInput;
   }
   // Several files (one head dim each, say) are one fit: their rows together.
@@ -822,14 +823,14 @@ int cmd_calibrate_attention(const CalibrateArgs& a) {
   std::string sources;
   std::vector<std::string> notes;
   for (const std::string& f : a.files) {
-    for (paraplan::AttentionRow& r : paraplan::read_attention_rows(f, peak, &notes)) rows.push_back(std::move(r));
+    for (paraplan::AttentionRow& r : paraplan::read_attention_rows(f, peak, &notes, a.dtype)) rows.push_back(std::move(r));
     sources += (sources.empty() ? "" : " ") + f;
   }
   for (const std::string& n : notes) std::cout << n << "\n";
   paraplan::HardwareOverlay o = overlay_for(a, hw);
   o.attention = paraplan::calibrate_attention(rows, hw.device.compute_units);
   o.attention_source = sources;
-  std::cout << sources << ": " << rows.size() << " rows, efficiency of the BF16 peak ("
+  std::cout << sources << ": " << rows.size() << " rows, efficiency of the " << (fp8 ? "FP8" : "BF16") << " peak ("
             << paraplan::units::format_flops(peak) << ") on " << hw.device.compute_units << " compute units\n";
   for (const paraplan::AttentionFit& f : o.attention) {
     bool known = false;
@@ -1264,6 +1265,12 @@ int run(int argc, char** argv) {
                             "head-dim term too where they hold two or more head dims)")
       ->required()
       ->expected(1, 16);
+  cal_attention->add_option("--dtype", cal.dtype,
+                            "The rows of this data type (cudnn-frontend's data_type column: bfloat16, fp8, mxfp8;\n"
+                            "bf16 = bfloat16). FP8 ones fit kernel `BACKEND_DTYPE` at FP8 (`precision: fp8`),\n"
+                            "as a fraction of the FP8 peak")
+      ->check(CLI::IsMember({"bf16", "fp8", "mxfp8"}))
+      ->capture_default_str();
   auto* cal_memory = calibrate->add_subcommand(
       "memory", "Memory-bound kernel timings (bench/gpu/memory_bound.py) -> device.memory_bound, kernel_overhead");
   cal_memory->add_option("file", cal.files, "CSV: op,class,bytes,time_us")->required()->expected(1);

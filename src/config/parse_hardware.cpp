@@ -142,6 +142,8 @@ std::vector<AttentionKernelSpec> read_attention(const Node& list, Diags& diags) 
     if (auto v = r.number("backward_softmax", 0, 4096)) k.backward_softmax = *v;
     if (auto v = r.number("forward_wide_head", 0, 4)) k.forward_wide_head = *v;
     if (auto v = r.number("backward_wide_head", 0, 4)) k.backward_wide_head = *v;
+    if (auto v = r.enumeration("precision", EnumNames<bool>{{"bf16", false}, {"fp8", true}})) k.fp8 = *v;
+    if (auto v = r.boolean("backward_window")) k.backward_window = *v;
     r.finish();
     for (const AttentionKernelSpec& other : out) {
       if (other.name == k.name && !k.name.empty()) {

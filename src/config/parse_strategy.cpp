@@ -113,6 +113,15 @@ T first_or(const Choice<T>& c, T fallback) {
   return c.values.empty() ? fallback : c.values.front();
 }
 
+// A key that is a boolean or a third, named mode: 0 false, 1 true, 2 the mode.
+std::optional<int> boolean_or(MapReader& r, const char* key, const char* mode) {
+  const Node* n = r.get(key);
+  if (n == nullptr) return std::nullopt;
+  const EnumNames<int> names{{"true", 1}, {"false", 0}, {mode, 2}};
+  const std::optional<bool> b = n->is_scalar() ? boolean_spelling(n->scalar) : std::nullopt;
+  return b ? std::optional<int>(*b ? 1 : 0) : r.scalars().enumeration(*n, r.dotted(key), names);
+}
+
 SearchSpace read_common(const Node& root, Diags& diags, bool space) {
   SearchSpace sp;
   MapReader r(&root, diags, "");
@@ -229,7 +238,12 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
       sp.eager_loss = *v;
     }
     if (auto v = t.boolean("fp8_storage")) sp.fp8_storage = *v;
-    if (auto v = t.boolean("cuda_graphs")) sp.cuda_graphs = *v;
+    // true | false | full (the whole iteration's forward and backward in one graph)
+    if (const auto v = boolean_or(t, "cuda_graphs", "full")) {
+      sp.cuda_graphs = *v > 0;
+      sp.cuda_graphs_full = *v == 2;
+    }
+    if (auto v = t.boolean("fp8_head")) sp.fp8_head = *v;
     if (auto v = t.count("offload_layers", Need::Optional, 0, 1 << 20)) sp.offload_layers = *v;
     choice.read(t, "recompute_layers", sp.recompute_layers, count(0, 1 << 20));
     if (auto v = t.enumeration("grad_precision", EnumNames<bool>{{"fp32", false}, {"bf16", true}})) {
@@ -274,6 +288,7 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
     if (auto v = m.enumeration("gate_at", EnumNames<bool>{{"combine", false}, {"swiglu", true}})) {
       sp.gate_at_swiglu = *v;
     }
+    if (auto v = m.boolean("fused_mlp")) sp.fused_mlp = *v;
     m.finish();
   }
   choice.read(r, "schedule", sp.schedule, enumeration(kScheduleNames));
@@ -281,21 +296,13 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
     MapReader o(node, diags, "overlap");
     if (auto v = o.boolean("ep")) sp.overlap.ep = *v;
     if (auto v = o.boolean("dp")) sp.overlap.dp = *v;
-    // A key that is a boolean or a third, named mode: 0 false, 1 true, 2 the mode.
-    auto boolean_or = [&](const char* key, const char* mode) -> std::optional<int> {
-      const Node* n = o.get(key);
-      if (n == nullptr) return std::nullopt;
-      const EnumNames<int> names{{"true", 1}, {"false", 0}, {mode, 2}};
-      const std::optional<bool> b = n->is_scalar() ? boolean_spelling(n->scalar) : std::nullopt;
-      return b ? std::optional<int>(*b ? 1 : 0) : o.scalars().enumeration(*n, o.dotted(key), names);
-    };
     // tp: true | false | async (torch's micro-pipelined AsyncTP, Overlap::tp_async)
-    if (const auto v = boolean_or("tp", "async")) {
+    if (const auto v = boolean_or(o, "tp", "async")) {
       sp.overlap.tp = *v != 0;
       sp.overlap.tp_async = *v == 2;
     }
     // pp: true | false | lockstep (torch's per-time-step transfers, Overlap::pp_lockstep)
-    if (const auto v = boolean_or("pp", "lockstep")) {
+    if (const auto v = boolean_or(o, "pp", "lockstep")) {
       sp.overlap.pp = *v == 1;
       sp.overlap.pp_lockstep = *v == 2;
     }
@@ -361,6 +368,8 @@ Strategy read_strategy(const Node& root, Diags& diags) {
   s.training.fp32_grad_add = sp.fp32_grad_add;
   s.training.grad_all_reduce = sp.grad_all_reduce;
   s.training.cuda_graphs = sp.cuda_graphs;
+  s.training.cuda_graphs_full = sp.cuda_graphs_full;
+  s.training.fp8_head = sp.fp8_head;
   s.training.offload_layers = sp.offload_layers;
   s.training.recompute_layers = first_or(sp.recompute_layers, 0);
   s.training.repeat_kv = sp.repeat_kv;
@@ -374,6 +383,7 @@ Strategy read_strategy(const Node& root, Diags& diags) {
   s.moe.imbalance = sp.imbalance;
   s.moe.fp8_dispatch = sp.fp8_dispatch;
   s.moe.gate_at_swiglu = sp.gate_at_swiglu;
+  s.moe.fused_mlp = sp.fused_mlp;
   s.schedule = first_or(sp.schedule, Schedule::OneFOneB);
   s.overlap = sp.overlap;
   s.collective_algorithm = sp.collective_algorithm;

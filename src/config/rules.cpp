@@ -117,6 +117,16 @@ void check(const Strategy& s, const HardwareSpec& hw, const ModelSpec& m, FailWi
                "'s (" + (names.empty() ? std::string("none") : names) + "; or flash, unfused)");
     }
   }
+  // An FP8 attention kernel runs under the FP8 recipe (Transformer Engine's
+  // fp8_dot_product_attention needs fp8 autocast).
+  for (const AttentionKernelSpec& k : hw.device.attention) {
+    if (!s.training.unfused_attention && k.fp8 && s.training.precision != Precision::Fp8 &&
+        (k.name == s.training.attention_kernel || (s.training.attention_kernel.empty() && &k == &hw.device.attention.front()))) {
+      fail("attention_kernel", "training.attention",
+           "attention kernel `" + k.name + "` takes FP8 inputs (precision: fp8 in " + hw.name +
+               "), and training.precision is not fp8");
+    }
+  }
   if (p.vpp > 1 && s.schedule != Schedule::Interleaved) {
     fail("vpp_schedule", "parallel.vpp",
          "vpp " + str(p.vpp) + " needs `schedule: interleaved`");
@@ -190,6 +200,19 @@ void check(const Strategy& s, const HardwareSpec& hw, const ModelSpec& m, FailWi
     fail("recompute_layers", "training.recompute_layers",
          "recompute_layers " + str(s.training.recompute_layers) +
              " counts layers that recompute, but training.recompute is none (say which: full, selective, ...)");
+  }
+  // Megatron-Core runs the LM head in FP8 only under the MXFP8 recipe (transformer_config.py,
+  // fp8_output_proj); Transformer Engine fuses the grouped MLP only with MXFP8 (or NVFP4)
+  // weights (TransformerEngine@d0067d0 ops/fused/grouped_mlp.py, fuse_grouped_mlp_ops).
+  const bool mxfp8 = s.training.precision == Precision::Fp8 && s.training.fp8_recipe == Fp8Recipe::Mxfp8;
+  if (s.training.fp8_head && !mxfp8) {
+    fail("fp8_head", "training.fp8_head",
+         "fp8_head runs the output head under the MXFP8 recipe: it needs precision fp8 and fp8_recipe mxfp8");
+  }
+  if (s.moe.fused_mlp && (!m.moe || !mxfp8)) {
+    fail("fused_mlp", "moe.fused_mlp",
+         !m.moe ? std::string("fused_mlp fuses the routed experts' MLP, and the model has no MoE layers")
+                : std::string("fused_mlp (Transformer Engine's fused grouped MLP) needs precision fp8 and fp8_recipe mxfp8"));
   }
   // Hybrid sharding splits the dp ranks into equal replicas, each sharded (ZeRO >= 1).
   if (p.dp_replicate > 1 && (p.dp % p.dp_replicate != 0 || s.training.zero == 0)) {

@@ -99,6 +99,7 @@ ComputeModel make_compute_model(const HardwareSpec& hw, Precision precision,
       }
     }
   }
+  cm.peak_attention = cm.has_attention_kernel && cm.attention.fp8 ? d.peak(Dtype::Fp8) : cm.peak_bf16;
   return cm;
 }
 
@@ -118,7 +119,7 @@ static OpTime op_time_uncalibrated(const ComputeModel& cm, const model::Op& op) 
       const double peak = (low ? cm.peak_low : cm.peak_bf16) * share;
       const double m = op.m / split;
       int kernels = op.kernels;
-      const bool loop = grouped && cm.kernel != nullptr && cm.kernel->grouped_loop;
+      const bool loop = grouped && cm.kernel != nullptr && cm.kernel->grouped_loop && !op.fused_grouped;
       if (loop) kernels = op.groups;
       // The efficiency of one matmul of n x k (the op's own shape, or one of its parts).
       auto efficiency = [&](double n, double k) {
@@ -173,7 +174,7 @@ static OpTime op_time_uncalibrated(const ComputeModel& cm, const model::Op& op) 
         // surface at the attention shape.
         t.efficiency = cm.kernel != nullptr ? cm.fraction_bf16 : cm.dense_bf16.at(op.m / split, op.n, op.k);
       }
-      kernel_s = op.flops / (cm.peak_bf16 * share * t.efficiency);
+      kernel_s = op.flops / (cm.peak_attention * share * t.efficiency);
       t.time_s = kernel_s + launch;
       t.achieved = op.flops / t.time_s;
       t.bound = launch > kernel_s ? "launch" : "compute";
@@ -378,7 +379,7 @@ ComputeBreakdown compute_every_layer(const Plan& plan, double expert_load) {
       oe.fp8 = op.low_precision && cm.fp8 && (op.kind == model::OpKind::Gemm || op.kind == model::OpKind::GroupedGemm);
       oe.kernels = op.kind == model::OpKind::HostSync ? 0 : op.kernels;
       oe.op_class = cost::op_class_name(op);
-      if (op.kind == model::OpKind::GroupedGemm && cm.kernel != nullptr && cm.kernel->grouped_loop) {
+      if (op.kind == model::OpKind::GroupedGemm && cm.kernel != nullptr && cm.kernel->grouped_loop && !op.fused_grouped) {
         oe.kernels = op.groups;
       }
       // The framework's launches: each graph kernel x device.launches_per_kernel, an op that

@@ -32,6 +32,7 @@ struct ComputeModel {
   bool has_attention_kernel = false;
   double peak_bf16 = 0;   ///< device FLOP/s
   double peak_low = 0;    ///< device FLOP/s in the strategy's GEMM precision
+  double peak_attention = 0;  ///< the attention kernel's peak: FP8 for an FP8 kernel, else BF16
   double mem_bw = 0;      ///< device bytes/s through HBM (the raw bandwidth)
   std::array<double, kMemClassCount> mem_fraction{};  ///< per class
   double gemm_mem_fraction = 0;  ///< the roofline fraction for GEMM operands

@@ -88,6 +88,7 @@ struct Ctx {
   double t_sp;     // tokens through norms and residuals: per_device / tp with SP
   int seq;         // sequence length
   bool fp8 = false;  // the low-precision GEMMs run in FP8 (fp8_gemms)
+  const AttentionKernelSpec* attention = nullptr;  // the flash kernel that runs (none: no entry)
 };
 
 // Separate linear layers on one input (`training.linears: separate`; torchtitan's Llama: wq,
@@ -296,6 +297,16 @@ void add_attention(const Ctx& c, std::vector<Op>& ops) {
     // rank holds seq/cp queries against the whole causal context (load-balanced chunks), or
     // with Ulysses (cp_comm a2a) the whole sequence for heads / cp heads: the same FLOP.
     const bool ulysses = cp > 1 && c.s.training.cp_comm == CpComm::A2a;
+    // An FP8 kernel (Transformer Engine's fp8_dot_product_attention) takes its inputs
+    // quantized: Q, K and V read in BF16 and written in FP8 with their scales (about 1 B per
+    // element, E8M0 scales per 32 under MXFP8: cudnn-frontend docs, mxfp8-attention-scaling);
+    // the backward quantizes the output and its gradient the same way. The gradients it
+    // writes stay BF16.
+    if (c.attention != nullptr && c.attention->fp8) {
+      const double in = T * (heads * dqk + kv_heads * dqk + kv_heads * dv), out = T * heads * dv;
+      ops.push_back(memory("core_attention.fp8_cast", Module::CoreAttn, in * (kAct + 1.0), 2 * out * (kAct + 1.0),
+                           MemClass::Cast, 3, 2));
+    }
     Op core;
     core.name = "core_attention";
     core.kind = OpKind::Attention;
@@ -741,6 +752,39 @@ void add_grad_accumulation(std::vector<Op>& ops, const ModelSpec& m, double extr
   ops.push_back(add);
 }
 
+// Transformer Engine's fused grouped MLP (moe.fused_mlp; TransformerEngine@d0067d0
+// transformer_engine/pytorch/ops/fused/grouped_mlp.py, cuDNN's grouped_gemm_glu /
+// grouped_gemm_dglu kernels): FC1's grouped GEMM applies the GLU (with its clamp and the
+// routing weights) and writes FC2's input quantized, row-wise and column-wise, from its
+// epilogue; the biases, FC2's scaled by each copy's routing weight, are the grouped
+// linear ops' own (NVIDIA/Megatron-LM@d98e8a64dd megatron/core/transformer/moe/experts.py,
+// _fused_forward), not Megatron-Core's eager per-expert additions; FC2's input-gradient GEMM reads the kept FC1 output, applies the GLU's backward
+// and writes FC1's output gradient quantized from its own. So the activation and its
+// backward, the quantization of FC2's input and that of FC1's output gradient are no kernels
+// of their own, and the epilogues move those bytes: the FP8 copies of `rows` x `f` (FC1) and
+// the kept BF16 FC1 output in, its FP8 gradient copies out (FC2's dgrad). Every expert GEMM
+// is one persistent grouped kernel (per-expert offsets on the device), whatever the
+// hardware's grouped path. `rows`: the rank's routed copies; `f`: an expert's width.
+void fuse_grouped_mlp(std::vector<Op>& ops, double rows, double f) {
+  auto fused_away = [](const Op& op) {
+    if (op.module != Module::ExpertAct && op.module != Module::Experts) return false;
+    const std::string_view n = op.name;
+    const bool act = n.starts_with("experts.swiglu") || n.starts_with("experts.glu_clamp") ||
+                     n.starts_with("experts.fc2_bias") || n.starts_with("mtp.experts.swiglu") ||
+                     n.starts_with("mtp.experts.glu_clamp") || n.starts_with("mtp.experts.fc2_bias");
+    const bool fc2_in = n.ends_with("down_proj.fp8_cast") && op.phase != Phase::InputGrad;
+    const bool fc1_grad = n.ends_with("gate_up_proj.fp8_cast.bwd");
+    return act || fc2_in || fc1_grad;
+  };
+  std::erase_if(ops, fused_away);
+  for (Op& op : ops) {
+    if (op.kind != OpKind::GroupedGemm || op.module != Module::Experts) continue;
+    op.fused_grouped = true;
+    if (op.name.ends_with("gate_up_proj")) op.bytes += rows * f * 2.0;  // FP8 row + column copies
+    if (op.name.ends_with("down_proj.dgrad")) op.bytes += rows * 2 * f * (kAct + 2.0);
+  }
+}
+
 }  // namespace
 
 Tokens tokens_of(const ModelSpec& m, const Strategy& s, const HardwareSpec& hw, double expert_load) {
@@ -776,6 +820,12 @@ std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const Har
                                 double expert_load) {
   Ctx c{m, s, tokens_of(m, s, hw, expert_load), static_cast<double>(s.parallel.tp), 0.0,
         s.training.seq_len > 0 ? s.training.seq_len : m.seq_len, fp8_gemms(s.training.precision, hw.device)};
+  for (const AttentionKernelSpec& a : hw.device.attention) {
+    if (s.training.attention_kernel.empty() || a.name == s.training.attention_kernel) {
+      c.attention = &a;
+      break;
+    }
+  }
   // Norms and residuals run on the sequence shard with SP; MoE layers need SP for tp > 1.
   c.t_sp = (s.parallel.sp || (m.moe && s.parallel.tp > 1)) ? c.tok.per_device / c.t : c.tok.per_device;
   const Recompute& rc = s.training.recompute;
@@ -792,7 +842,26 @@ std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const Har
   // synchronisation (a dropless MoE layer's token counts: Megatron-Core captures attention,
   // router and dispatch preprocessing there, cuda_graph_scope attn moe_router
   // moe_preprocess); the backward kernels of the captured ops are graphed with them.
+  // A full-iteration graph (training.cuda_graphs: full) replays every kernel of the forward
+  // and backward, and its static expert buffers leave nothing to wait for: the host sync goes.
+  // A kernel whose backward visits every causal tile under a sliding window
+  // (backward_window: false) does the causal work of the window's layers there.
+  auto unwindowed_backward = [&](std::vector<Op>& ops) {
+    if (c.attention == nullptr || c.attention->backward_window || s.training.unfused_attention) return;
+    const double kept = window_pair_fraction(m, c.seq);
+    for (Op& op : ops) {
+      if (op.kind == OpKind::Attention && op.phase == Phase::InputGrad && op.window > 0 && kept > 0) {
+        op.flops /= kept;
+        op.window = 0;
+      }
+    }
+  };
   auto graph = [&](std::vector<Op>& ops) {
+    if (s.training.cuda_graphs_full) {
+      std::erase_if(ops, [](const Op& op) { return op.kind == OpKind::HostSync; });
+      for (Op& op : ops) op.graphed = true;
+      return;
+    }
     if (!s.training.cuda_graphs) return;
     for (Op& op : ops) {
       if (op.kind == OpKind::HostSync) break;
@@ -805,6 +874,7 @@ std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const Har
     casts(l.ops);
     graph(l.ops);
     add_backward(l.ops, rc, true);
+    unwindowed_backward(l.ops);
     if (s.training.fp32_grad_add) add_grad_accumulation(l.ops, m, 0);
     layers.push_back(std::move(l));
   }
@@ -814,6 +884,9 @@ std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const Har
     casts(l.ops);
     graph(l.ops);
     add_backward(l.ops, rc, true);
+    unwindowed_backward(l.ops);
+    if (s.moe.fused_mlp) fuse_grouped_mlp(l.ops, c.tok.per_expert_slowest * c.tok.experts_per_rank,
+                                          m.moe->expert_intermediate / static_cast<double>(s.parallel.etp));
     if (s.training.fp32_grad_add) add_grad_accumulation(l.ops, m, 0);
     layers.push_back(std::move(l));
   }
@@ -823,6 +896,7 @@ std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const Har
     Layer l{LayerKind::Embedding, 1, {}};
     l.ops.push_back(memory("embedding_lookup", Module::Other, 2 * T * h * kAct, T * h * (kAct + 2 * kFp32),
                            MemClass::Copy));
+    if (s.training.cuda_graphs_full) graph(l.ops);
     add_backward(l.ops, rc, false);
     if (s.training.fp32_grad_add) add_grad_accumulation(l.ops, m, vocab_shard * h);
     layers.push_back(std::move(l));
@@ -830,7 +904,8 @@ std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const Har
   auto add_head = [&](std::vector<Op>& ops, const std::string& prefix) {
     ops.push_back(norm(c, prefix + "final_norm", c.t_sp, h));
     Op head = gemm(prefix + "lm_head", Module::Other, T, vocab_shard, h);
-    head.low_precision = false;  // the output head stays in BF16 (DeepSeek-V3 sec. 3.3.1)
+    // The output head stays in BF16 (DeepSeek-V3 sec. 3.3.1) unless training.fp8_head.
+    head.low_precision = c.s.training.fp8_head;
     ops.push_back(head);
     // Fused softmax cross-entropy over the FP32 logits shard; its backward writes dlogits.
     // Vocab-parallel cross-entropy (Megatron): max, exp-sum and target-logit passes. Eager:
@@ -854,6 +929,8 @@ std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const Har
   {
     Layer l{LayerKind::Head, 1, {}};
     add_head(l.ops, "");
+    casts(l.ops);  // an FP8 head's input and logit gradient (training.fp8_head)
+    if (s.training.cuda_graphs_full) graph(l.ops);
     add_backward(l.ops, rc, false);
     // A tied output head on the embedding's rank (no pipeline) shares the table's gradient,
     // which the embedding layer counts.
@@ -872,7 +949,11 @@ std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const Har
     add_head(head, "mtp.");
     l.ops.insert(l.ops.end(), head.begin(), head.end());
     casts(l.ops);
+    if (s.training.cuda_graphs_full) graph(l.ops);
     add_backward(l.ops, rc, true);
+    unwindowed_backward(l.ops);
+    if (s.moe.fused_mlp && m.moe) fuse_grouped_mlp(l.ops, c.tok.per_expert_slowest * c.tok.experts_per_rank,
+                                                   m.moe->expert_intermediate / static_cast<double>(s.parallel.etp));
     if (s.training.fp32_grad_add) add_grad_accumulation(l.ops, m, 0);
     layers.push_back(std::move(l));
   }

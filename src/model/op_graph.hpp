@@ -50,6 +50,9 @@ struct Op {
   /// Captured in a CUDA graph (training.cuda_graphs): replayed by one launch of the graph,
   /// not issued by the host kernel by kernel.
   bool graphed = false;
+  /// A grouped GEMM run as one persistent kernel over every group (moe.fused_mlp), even where
+  /// the hardware's grouped path is a per-group loop.
+  bool fused_grouped = false;
   bool causal = true;          ///< Attention: causal mask
   double window = 0;           ///< Attention: keys per query under a sliding window; 0 = none
   double head_dim = 0;         ///< Attention: mean of the query-key and value head dims

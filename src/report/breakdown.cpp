@@ -47,6 +47,8 @@ void write_strategy(report::JsonWriter& w, const Plan& plan) {
   w.field("repeat_kv", s.training.repeat_kv);
   w.field("linears", s.training.separate_linears ? "separate" : "fused");
   w.field("cuda_graphs", s.training.cuda_graphs);
+  w.field("cuda_graphs_full", s.training.cuda_graphs_full);
+  w.field("fp8_head", s.training.fp8_head);
   w.field("pipeline_runs", s.training.pipeline_runs);
   w.field("cp_comm", spelling(kCpCommNames, s.training.cp_comm));
   w.field("fp8_recipe", spelling(kFp8RecipeNames, s.training.fp8_recipe));
@@ -58,6 +60,7 @@ void write_strategy(report::JsonWriter& w, const Plan& plan) {
   w.field("imbalance", s.moe.imbalance);
   w.field("dispatch_precision", s.moe.fp8_dispatch ? "fp8" : "bf16");
   w.field("gate_at", s.moe.gate_at_swiglu ? "swiglu" : "combine");
+  w.field("fused_mlp", s.moe.fused_mlp);
   w.field("fp8_storage", s.training.fp8_storage);
   w.field("fp8_params", s.training.fp8_params);
   w.field("grad_precision", s.training.bf16_grads ? "bf16" : "fp32");

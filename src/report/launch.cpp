@@ -170,6 +170,12 @@ std::string megatron(const Plan& plan) {
           str(m.layers - e.dense_layers) + ")\"");
     }
     arg("--moe-grouped-gemm");
+    // Transformer Engine's fused grouped MLP: the op fuser, and TE's switch for the CuTe-DSL
+    // kernels (an environment variable, NVTE_CUTEDSL_FUSED_GROUPED_MLP=1)
+    if (s.moe.fused_mlp) {
+      arg("--use-transformer-engine-op-fuser");
+      arg("# with NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 in the environment");
+    }
   }
   if (m.mtp_depth > 0) arg("--mtp-num-layers " + str(m.mtp_depth));
 
@@ -273,6 +279,7 @@ std::string megatron(const Plan& plan) {
     arg("--fp8-format hybrid");
     arg("--fp8-recipe " + std::string(spelling(config::kFp8RecipeNames, t.fp8_recipe)));
     if (t.fp8_weights_only()) arg("--fp8-param-gather");
+    if (t.fp8_head) arg("--fp8-output-proj");
   }
   if (t.bf16_grads) arg("--grad-reduce-in-bf16");
   if (t.grad_sync_micro_batch) {
@@ -290,7 +297,14 @@ std::string megatron(const Plan& plan) {
   // Per-layer graphs: a dense layer whole (no module list), a dropless MoE layer up to its
   // host sync (NVIDIA/Megatron-LM@d98e8a64dd megatron/core/transformer/enums.py,
   // CudaGraphModule).
-  if (t.cuda_graphs) {
+  // A full-iteration graph (cuda_graph_impl full_iteration, which requires the NaN check off;
+  // megatron/training/arguments.py) with static expert buffers for a dropless MoE.
+  if (t.cuda_graphs_full) {
+    arg("# CUDA graphs");
+    arg("--cuda-graph-impl full_iteration");
+    arg("--no-check-for-nan-in-loss-and-grad");
+    if (plan.model.moe) arg("# static expert buffers: set --moe-expert-rank-capacity-factor (e.g. 1.5)");
+  } else if (t.cuda_graphs) {
     arg("# CUDA graphs");
     arg("--cuda-graph-impl transformer_engine");
     if (plan.model.moe) arg("--cuda-graph-modules attn moe_router moe_preprocess");
@@ -686,6 +700,8 @@ std::string torchtitan(const Plan& plan) {
   }
   if (t.eager_elementwise) o.add("# training.elementwise eager: leave [compile] off");
   if (t.cuda_graphs) lost.push_back("training.cuda_graphs (torchtitan has no per-layer CUDA graphs)");
+  if (t.fp8_head) lost.push_back("training.fp8_head (torchtitan's Float8 conversion leaves the output head out)");
+  if (s.moe.fused_mlp) lost.push_back("moe.fused_mlp (Transformer Engine's fused grouped MLP)");
   for (const std::string& l : lost) o.add("# not expressible: " + l);
   lost.clear();
   o.add("");

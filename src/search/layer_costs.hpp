@@ -41,6 +41,9 @@ struct LayerKey {
   bool unfused_loss = false;
   bool repeat_kv = false;
   bool cuda_graphs = false;
+  bool cuda_graphs_full = false;
+  bool fp8_head = false;
+  bool fused_mlp = false;
   bool separate_linears = false;
   bool fp32_grad_add = false;
   CpComm cp_comm = CpComm::P2p;

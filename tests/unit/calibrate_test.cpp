@@ -1410,6 +1410,44 @@ TEST_SUITE("calibrate.kernels") {
     }
   }
 
+  TEST_CASE("recorded fit: b200-sxm-ib's and gb200-nvl72's MXFP8 attention is its command's fit to the GB200 MXFP8 rows") {
+    // The cudnn_mxfp8 entries come from `paraplan calibrate attention
+    // hardware/calibration/gb200-cudnn-sdpa-llama3.1-mxfp8.csv
+    // hardware/calibration/gb200-cudnn-sdpa-dsv3-mxfp8.csv --dtype mxfp8 -H
+    // hardware/calibration/gb200-cudnn-sdpa.yaml`, as fractions of GB200's 5 PFLOPS FP8 peak;
+    // re-running the fit gives their numbers. Their small-head terms are the BF16 entry's x 2
+    // (the FP8 matmul rate twice the BF16 one, the exponent units the same).
+    const std::string cal = (fs::path(PARAPLAN_TEST_DATA) / ".." / ".." / "hardware" / "calibration").string();
+    const HardwareSpec gb200 = load_hardware(cal + "/gb200-cudnn-sdpa.yaml");
+    CHECK(gb200.device.peak(Dtype::Fp8) == doctest::Approx(5000e12));
+    std::vector<AttentionRow> rows;
+    for (const char* f : {"/gb200-cudnn-sdpa-llama3.1-mxfp8.csv", "/gb200-cudnn-sdpa-dsv3-mxfp8.csv"}) {
+      for (AttentionRow& r : read_attention_rows(cal + f, gb200.device.peak(Dtype::Fp8), nullptr, "mxfp8")) rows.push_back(r);
+    }
+    REQUIRE(rows.size() == 40);
+    const auto fits = calibrate_attention(rows, gb200.device.compute_units);
+    REQUIRE(fits.size() == 2);
+    CHECK(fits[0].fp8);
+    for (const char* hw : {"b200-sxm-ib", "gb200-nvl72"}) {
+      CAPTURE(hw);
+      const HardwareSpec spec = load_hardware(hw);
+      const AttentionKernelSpec *mx = nullptr, *bf = nullptr;
+      for (const AttentionKernelSpec& k : spec.device.attention) {
+        if (k.name == "cudnn_mxfp8") mx = &k;
+        if (k.name == "cudnn") bf = &k;
+      }
+      REQUIRE(mx != nullptr);
+      REQUIRE(bf != nullptr);
+      CHECK(mx->fp8);
+      CHECK(mx->forward == doctest::Approx(fits[0].efficiency).epsilon(1e-3));
+      CHECK(mx->forward_overhead == doctest::Approx(fits[0].overhead));
+      CHECK(mx->backward == doctest::Approx(fits[1].efficiency).epsilon(1e-3));
+      CHECK(mx->backward_overhead == doctest::Approx(fits[1].overhead));
+      CHECK(mx->forward_softmax == doctest::Approx(2 * bf->forward_softmax));
+      CHECK(mx->backward_softmax == doctest::Approx(2 * bf->backward_softmax));
+    }
+  }
+
   TEST_CASE("a sliding window's tiles visit whole blocks: the masked columns beyond the causal diagonal's, by hand") {
     // e = 1, no overhead, no wave bound (units 0), block 128: a causal window of w = 128 over
     // 4096 keys keeps cols (x - x^2 / 2) = 126 columns per row (x = 1/32); a tile past the first
