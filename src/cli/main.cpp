@@ -823,7 +823,9 @@ int cmd_calibrate_attention(const CalibrateArgs& a) {
   std::string sources;
   std::vector<std::string> notes;
   for (const std::string& f : a.files) {
-    for (paraplan::AttentionRow& r : paraplan::read_attention_rows(f, peak, &notes, a.dtype)) rows.push_back(std::move(r));
+    for (paraplan::AttentionRow& r : paraplan::read_attention_rows(f, peak, &notes, a.dtype)) {
+      rows.push_back(std::move(r));
+    }
     sources += (sources.empty() ? "" : " ") + f;
   }
   for (const std::string& n : notes) std::cout << n << "\n";

@@ -120,8 +120,9 @@ void check(const Strategy& s, const HardwareSpec& hw, const ModelSpec& m, FailWi
   // An FP8 attention kernel runs under the FP8 recipe (Transformer Engine's
   // fp8_dot_product_attention needs fp8 autocast).
   for (const AttentionKernelSpec& k : hw.device.attention) {
-    if (!s.training.unfused_attention && k.fp8 && s.training.precision != Precision::Fp8 &&
-        (k.name == s.training.attention_kernel || (s.training.attention_kernel.empty() && &k == &hw.device.attention.front()))) {
+    const bool runs = k.name == s.training.attention_kernel ||
+                      (s.training.attention_kernel.empty() && &k == &hw.device.attention.front());
+    if (runs && k.fp8 && !s.training.unfused_attention && s.training.precision != Precision::Fp8) {
       fail("attention_kernel", "training.attention",
            "attention kernel `" + k.name + "` takes FP8 inputs (precision: fp8 in " + hw.name +
                "), and training.precision is not fp8");
@@ -212,7 +213,8 @@ void check(const Strategy& s, const HardwareSpec& hw, const ModelSpec& m, FailWi
   if (s.moe.fused_mlp && (!m.moe || !mxfp8)) {
     fail("fused_mlp", "moe.fused_mlp",
          !m.moe ? std::string("fused_mlp fuses the routed experts' MLP, and the model has no MoE layers")
-                : std::string("fused_mlp (Transformer Engine's fused grouped MLP) needs precision fp8 and fp8_recipe mxfp8"));
+                : std::string("fused_mlp (Transformer Engine's fused grouped MLP) needs precision fp8 and "
+                              "fp8_recipe mxfp8"));
   }
   // Hybrid sharding splits the dp ranks into equal replicas, each sharded (ZeRO >= 1).
   if (p.dp_replicate > 1 && (p.dp % p.dp_replicate != 0 || s.training.zero == 0)) {

@@ -379,7 +379,8 @@ ComputeBreakdown compute_every_layer(const Plan& plan, double expert_load) {
       oe.fp8 = op.low_precision && cm.fp8 && (op.kind == model::OpKind::Gemm || op.kind == model::OpKind::GroupedGemm);
       oe.kernels = op.kind == model::OpKind::HostSync ? 0 : op.kernels;
       oe.op_class = cost::op_class_name(op);
-      if (op.kind == model::OpKind::GroupedGemm && cm.kernel != nullptr && cm.kernel->grouped_loop && !op.fused_grouped) {
+      const bool loop = cm.kernel != nullptr && cm.kernel->grouped_loop && !op.fused_grouped;
+      if (op.kind == model::OpKind::GroupedGemm && loop) {
         oe.kernels = op.groups;
       }
       // The framework's launches: each graph kernel x device.launches_per_kernel, an op that

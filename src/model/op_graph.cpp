@@ -756,24 +756,25 @@ void add_grad_accumulation(std::vector<Op>& ops, const ModelSpec& m, double extr
 // transformer_engine/pytorch/ops/fused/grouped_mlp.py, cuDNN's grouped_gemm_glu /
 // grouped_gemm_dglu kernels): FC1's grouped GEMM applies the GLU (with its clamp and the
 // routing weights) and writes FC2's input quantized, row-wise and column-wise, from its
-// epilogue; the biases, FC2's scaled by each copy's routing weight, are the grouped
-// linear ops' own (NVIDIA/Megatron-LM@d98e8a64dd megatron/core/transformer/moe/experts.py,
-// _fused_forward), not Megatron-Core's eager per-expert additions; FC2's input-gradient GEMM reads the kept FC1 output, applies the GLU's backward
-// and writes FC1's output gradient quantized from its own. So the activation and its
-// backward, the quantization of FC2's input and that of FC1's output gradient are no kernels
-// of their own, and the epilogues move those bytes: the FP8 copies of `rows` x `f` (FC1) and
-// the kept BF16 FC1 output in, its FP8 gradient copies out (FC2's dgrad). Every expert GEMM
-// is one persistent grouped kernel (per-expert offsets on the device), whatever the
-// hardware's grouped path. `rows`: the rank's routed copies; `f`: an expert's width.
+// epilogue; the biases, FC2's scaled by each copy's routing weight, are the grouped linear
+// ops' own (NVIDIA/Megatron-LM@d98e8a64dd megatron/core/transformer/moe/experts.py,
+// _fused_forward), not Megatron-Core's eager per-expert additions; FC2's input-gradient GEMM
+// reads the kept FC1 output, applies the GLU's backward and writes FC1's output gradient
+// quantized from its own. So the activation and its backward, the quantization of FC2's
+// input and that of FC1's output gradient are no kernels of their own, and the epilogues move
+// those bytes: the FP8 copies of `rows` x `f` (FC1) and the kept BF16 FC1 output in, its FP8
+// gradient copies out (FC2's dgrad). Every expert GEMM is one persistent grouped kernel
+// (per-expert offsets on the device), whatever the hardware's grouped path. `rows`: the
+// rank's routed copies; `f`: an expert's width.
 void fuse_grouped_mlp(std::vector<Op>& ops, double rows, double f) {
   auto fused_away = [](const Op& op) {
     if (op.module != Module::ExpertAct && op.module != Module::Experts) return false;
-    const std::string_view n = op.name;
+    std::string_view n = op.name;
+    if (n.starts_with("mtp.")) n.remove_prefix(4);
     const bool act = n.starts_with("experts.swiglu") || n.starts_with("experts.glu_clamp") ||
-                     n.starts_with("experts.fc2_bias") || n.starts_with("mtp.experts.swiglu") ||
-                     n.starts_with("mtp.experts.glu_clamp") || n.starts_with("mtp.experts.fc2_bias");
-    const bool fc2_in = n.ends_with("down_proj.fp8_cast") && op.phase != Phase::InputGrad;
-    const bool fc1_grad = n.ends_with("gate_up_proj.fp8_cast.bwd");
+                     n.starts_with("experts.fc2_bias");
+    const bool fc2_in = n == "experts.down_proj.fp8_cast" && op.phase != Phase::InputGrad;
+    const bool fc1_grad = n == "experts.gate_up_proj.fp8_cast.bwd";
     return act || fc2_in || fc1_grad;
   };
   std::erase_if(ops, fused_away);
@@ -842,8 +843,6 @@ std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const Har
   // synchronisation (a dropless MoE layer's token counts: Megatron-Core captures attention,
   // router and dispatch preprocessing there, cuda_graph_scope attn moe_router
   // moe_preprocess); the backward kernels of the captured ops are graphed with them.
-  // A full-iteration graph (training.cuda_graphs: full) replays every kernel of the forward
-  // and backward, and its static expert buffers leave nothing to wait for: the host sync goes.
   // A kernel whose backward visits every causal tile under a sliding window
   // (backward_window: false) does the causal work of the window's layers there.
   auto unwindowed_backward = [&](std::vector<Op>& ops) {
@@ -856,6 +855,14 @@ std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const Har
       }
     }
   };
+  auto fused_mlp = [&](std::vector<Op>& ops) {
+    if (s.moe.fused_mlp && m.moe) {
+      fuse_grouped_mlp(ops, c.tok.per_expert_slowest * c.tok.experts_per_rank,
+                       m.moe->expert_intermediate / static_cast<double>(s.parallel.etp));
+    }
+  };
+  // A full-iteration graph (training.cuda_graphs: full) replays every kernel of the forward
+  // and backward, and its static expert buffers leave nothing to wait for: the host sync goes.
   auto graph = [&](std::vector<Op>& ops) {
     if (s.training.cuda_graphs_full) {
       std::erase_if(ops, [](const Op& op) { return op.kind == OpKind::HostSync; });
@@ -885,8 +892,7 @@ std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const Har
     graph(l.ops);
     add_backward(l.ops, rc, true);
     unwindowed_backward(l.ops);
-    if (s.moe.fused_mlp) fuse_grouped_mlp(l.ops, c.tok.per_expert_slowest * c.tok.experts_per_rank,
-                                          m.moe->expert_intermediate / static_cast<double>(s.parallel.etp));
+    fused_mlp(l.ops);
     if (s.training.fp32_grad_add) add_grad_accumulation(l.ops, m, 0);
     layers.push_back(std::move(l));
   }
@@ -952,8 +958,7 @@ std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const Har
     if (s.training.cuda_graphs_full) graph(l.ops);
     add_backward(l.ops, rc, true);
     unwindowed_backward(l.ops);
-    if (s.moe.fused_mlp && m.moe) fuse_grouped_mlp(l.ops, c.tok.per_expert_slowest * c.tok.experts_per_rank,
-                                                   m.moe->expert_intermediate / static_cast<double>(s.parallel.etp));
+    fused_mlp(l.ops);
     if (s.training.fp32_grad_add) add_grad_accumulation(l.ops, m, 0);
     layers.push_back(std::move(l));
   }
