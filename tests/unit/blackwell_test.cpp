@@ -76,7 +76,8 @@ TEST_SUITE("blackwell") {
       }
     }
     p.hardware.device.host_issue_s = 10.0;
-    const LayerEstimate& moe = estimate(estimate_compute(p), "moe");
+    const ComputeBreakdown full = estimate_compute(p);
+    const LayerEstimate& moe = estimate(full, "moe");
     CHECK(moe.forward_s == doctest::Approx(10.0));
     CHECK(moe.backward_s == doctest::Approx(10.0));
     // Per-layer graphs keep the sync and the eager kernels after it: far more than one launch.
@@ -122,7 +123,8 @@ TEST_SUITE("blackwell") {
     for (const model::Op& op : b.ops) {
       if (op.kind == model::OpKind::GroupedGemm) CHECK(op.fused_grouped);
     }
-    const LayerEstimate& e = estimate(estimate_compute(p), "moe");
+    const ComputeBreakdown breakdown = estimate_compute(p);
+    const LayerEstimate& e = estimate(breakdown, "moe");
     for (const OpEstimate& op : e.ops) {
       if (op.kind == std::string("grouped_gemm")) CHECK(op.kernels == 1);
     }
