@@ -123,6 +123,14 @@ struct DeviceSpec {
   double memory_reserve_bytes = 0;        ///< runtime and fragmentation, unavailable to the model
 
   [[nodiscard]] double peak(Dtype d) const { return peak_flop_per_s[static_cast<int>(d)]; }
+  /// The flash-attention kernel `name` runs (training.attention; empty: the first listed, the
+  /// default); nullptr when the device lists none of that name.
+  [[nodiscard]] const AttentionKernelSpec* attention_kernel(const std::string& name) const {
+    for (const AttentionKernelSpec& a : attention) {
+      if (name.empty() || a.name == name) return &a;
+    }
+    return nullptr;
+  }
   [[nodiscard]] const std::optional<GemmTable>& table(GemmKind k) const {
     return gemm[static_cast<int>(k)];
   }

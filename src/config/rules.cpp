@@ -119,14 +119,11 @@ void check(const Strategy& s, const HardwareSpec& hw, const ModelSpec& m, FailWi
   }
   // An FP8 attention kernel runs under the FP8 recipe (Transformer Engine's
   // fp8_dot_product_attention needs fp8 autocast).
-  for (const AttentionKernelSpec& k : hw.device.attention) {
-    const bool runs = k.name == s.training.attention_kernel ||
-                      (s.training.attention_kernel.empty() && &k == &hw.device.attention.front());
-    if (runs && k.fp8 && !s.training.unfused_attention && s.training.precision != Precision::Fp8) {
-      fail("attention_kernel", "training.attention",
-           "attention kernel `" + k.name + "` takes FP8 inputs (precision: fp8 in " + hw.name +
-               "), and training.precision is not fp8");
-    }
+  if (const AttentionKernelSpec* k = hw.device.attention_kernel(s.training.attention_kernel);
+      k != nullptr && k->fp8 && !s.training.unfused_attention && s.training.precision != Precision::Fp8) {
+    fail("attention_kernel", "training.attention",
+         "attention kernel `" + k->name + "` takes FP8 inputs (precision: fp8 in " + hw.name +
+             "), and training.precision is not fp8");
   }
   if (p.vpp > 1 && s.schedule != Schedule::Interleaved) {
     fail("vpp_schedule", "parallel.vpp",

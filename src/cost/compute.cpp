@@ -82,12 +82,9 @@ ComputeModel make_compute_model(const HardwareSpec& hw, Precision precision,
       cm.fix_grouped_low = cm.fix_grouped_bf16;
     }
   }
-  for (const AttentionKernelSpec& a : d.attention) {
-    if (attention_kernel.empty() || a.name == attention_kernel) {
-      cm.attention = a;
-      cm.has_attention_kernel = true;
-      break;
-    }
+  if (const AttentionKernelSpec* a = d.attention_kernel(attention_kernel)) {
+    cm.attention = *a;
+    cm.has_attention_kernel = true;
   }
   // Dropout on the probabilities runs inside the flash kernel (a random number per score):
   // where the hardware times the kernel so (`NAME_dropout`), that entry stands in.
@@ -101,6 +98,11 @@ ComputeModel make_compute_model(const HardwareSpec& hw, Precision precision,
   }
   cm.peak_attention = cm.has_attention_kernel && cm.attention.fp8 ? d.peak(Dtype::Fp8) : cm.peak_bf16;
   return cm;
+}
+
+bool grouped_loop(const ComputeModel& cm, const model::Op& op) {
+  return op.kind == model::OpKind::GroupedGemm && cm.kernel != nullptr && cm.kernel->grouped_loop &&
+         !op.fused_grouped;
 }
 
 static OpTime op_time_uncalibrated(const ComputeModel& cm, const model::Op& op) {
@@ -119,7 +121,7 @@ static OpTime op_time_uncalibrated(const ComputeModel& cm, const model::Op& op) 
       const double peak = (low ? cm.peak_low : cm.peak_bf16) * share;
       const double m = op.m / split;
       int kernels = op.kernels;
-      const bool loop = grouped && cm.kernel != nullptr && cm.kernel->grouped_loop && !op.fused_grouped;
+      const bool loop = cost::grouped_loop(cm, op);
       if (loop) kernels = op.groups;
       // The efficiency of one matmul of n x k (the op's own shape, or one of its parts).
       auto efficiency = [&](double n, double k) {
@@ -379,8 +381,7 @@ ComputeBreakdown compute_every_layer(const Plan& plan, double expert_load) {
       oe.fp8 = op.low_precision && cm.fp8 && (op.kind == model::OpKind::Gemm || op.kind == model::OpKind::GroupedGemm);
       oe.kernels = op.kind == model::OpKind::HostSync ? 0 : op.kernels;
       oe.op_class = cost::op_class_name(op);
-      const bool loop = cm.kernel != nullptr && cm.kernel->grouped_loop && !op.fused_grouped;
-      if (op.kind == model::OpKind::GroupedGemm && loop) {
+      if (cost::grouped_loop(cm, op)) {
         oe.kernels = op.groups;
       }
       // The framework's launches: each graph kernel x device.launches_per_kernel, an op that

@@ -70,6 +70,9 @@ struct OpTime {
 /// die's peak, bandwidth and units; whole-device ops on multi-die devices run split over
 /// the dies ("duplicate mode"), each die taking m / dies rows.
 OpTime op_time(const ComputeModel& cm, const model::Op& op);
+/// Whether `op` is a grouped GEMM run as one kernel per group (the hardware's `grouped: loop`,
+/// unless the op is a fused persistent kernel, moe.fused_mlp).
+bool grouped_loop(const ComputeModel& cm, const model::Op& op);
 
 /// One op as the host issues it: its launches (fractional: a graph kernel's framework
 /// launches), its device time, and whether it is a host wait (the host stops until the

@@ -821,12 +821,7 @@ std::vector<Layer> build_layers(const ModelSpec& m, const Strategy& s, const Har
                                 double expert_load) {
   Ctx c{m, s, tokens_of(m, s, hw, expert_load), static_cast<double>(s.parallel.tp), 0.0,
         s.training.seq_len > 0 ? s.training.seq_len : m.seq_len, fp8_gemms(s.training.precision, hw.device)};
-  for (const AttentionKernelSpec& a : hw.device.attention) {
-    if (s.training.attention_kernel.empty() || a.name == s.training.attention_kernel) {
-      c.attention = &a;
-      break;
-    }
-  }
+  c.attention = hw.device.attention_kernel(s.training.attention_kernel);
   // Norms and residuals run on the sequence shard with SP; MoE layers need SP for tp > 1.
   c.t_sp = (s.parallel.sp || (m.moe && s.parallel.tp > 1)) ? c.tok.per_device / c.t : c.tok.per_device;
   const Recompute& rc = s.training.recompute;
