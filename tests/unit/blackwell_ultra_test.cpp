@@ -86,7 +86,8 @@ TEST_SUITE("blackwell_ultra") {
       const std::string name = fp8 ? "cudnn_mxfp8" : "cudnn";
       for (const char* hw : {"gb300-nvl72", "b300-sxm-ib"}) {
         CAPTURE(hw);
-        const AttentionKernelSpec& k = kernel(load_hardware(hw), name);
+        const HardwareSpec spec = load_hardware(hw);  // kept: k refers into it
+        const AttentionKernelSpec& k = kernel(spec, name);
         CHECK(k.fp8 == fp8);
         CHECK(k.forward == doctest::Approx(fits[0].efficiency).epsilon(1e-3));
         CHECK(k.forward_overhead == doctest::Approx(fits[0].overhead));
