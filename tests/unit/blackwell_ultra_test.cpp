@@ -22,11 +22,9 @@ std::string calibration_file(const char* name) {
 }
 
 const AttentionKernelSpec& kernel(const HardwareSpec& hw, const std::string& name) {
-  for (const AttentionKernelSpec& k : hw.device.attention) {
-    if (k.name == name) return k;
-  }
-  FAIL("no attention entry " << name << " in " << hw.name);
-  throw;  // not reached
+  const AttentionKernelSpec* k = hw.device.attention_kernel(name);
+  REQUIRE(k != nullptr);
+  return *k;
 }
 
 // Llama 3.1's shape in the tables: batch 2, 64 query heads of 128, causal, s tokens. FLOP by

@@ -804,10 +804,9 @@ TEST_SUITE("calibrate.mamf") {
       CAPTURE(k.name);
       CHECK(k.name == b200.device.attention[i].name);
       const bool ultra = k.name == "cudnn" || k.name == "cudnn_mxfp8";
-      for (const AttentionKernelSpec& g : gb300.device.attention) {
-        if (g.name == k.name && ultra) CHECK(k.forward == g.forward);
-      }
-      if (!ultra) CHECK(k.forward == b200.device.attention[i].forward);
+      const AttentionKernelSpec* from = ultra ? gb300.device.attention_kernel(k.name) : &b200.device.attention[i];
+      REQUIRE(from != nullptr);
+      CHECK(k.forward == from->forward);
     }
   }
 
