@@ -167,6 +167,9 @@ struct CollectiveOverride {
   /// This collective's own message-size curve (fractions of `bus_bw_bytes_per_s`); empty:
   /// the tier's `size_efficiency`.
   std::vector<SizePoint> size_efficiency;
+  /// Fractions of `bus_bw_bytes_per_s` by the number of ranks in the group (`bytes` holds the
+  /// rank count), linear between rows and flat beyond them; empty: the same at every size.
+  std::vector<SizePoint> ranks_efficiency;
 };
 
 /// One switch level of the cluster fabric: groups of up to `nodes` nodes meet under one

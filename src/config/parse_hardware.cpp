@@ -242,10 +242,27 @@ void read_size_curve(MapReader& r, Diags& diags, std::vector<SizePoint>& out) {
   });
 }
 
+// `ranks_efficiency`: [ranks, fraction] rows, the ranks increasing.
+void read_ranks_curve(MapReader& r, Diags& diags, std::vector<SizePoint>& out) {
+  ScalarReader s(diags);
+  const std::string re = r.dotted("ranks_efficiency");
+  read_rows(r.get("ranks_efficiency"), re, 2, "[ranks, fraction]", diags, [&](const Node& row) {
+    auto ranks = s.integer(row.items[0], re + " ranks", 2, 1 << 20);
+    auto eff = s.fraction(row.items[1], re + " fraction");
+    if (!ranks || !eff) return;
+    if (!out.empty() && *ranks <= out.back().bytes) {
+      diags.error(row.items[0].loc, "`" + re + "` ranks must increase from row to row");
+      return;
+    }
+    out.push_back(SizePoint{static_cast<double>(*ranks), *eff});
+  });
+}
+
 CollectiveOverride read_override(const Node& node, const std::string& path, Diags& diags) {
   CollectiveOverride o;
   MapReader r(&node, diags, path);
   read_size_curve(r, diags, o.size_efficiency);
+  read_ranks_curve(r, diags, o.ranks_efficiency);
   if (auto v = r.quantity("bandwidth", Quantity::Rate, Need::Required)) o.bus_bw_bytes_per_s = *v;
   if (auto v = r.enumeration("engine", kEngineNames)) o.engine = *v;
   if (auto v = r.enumeration("convention", kConventionNames)) o.algbw = *v;

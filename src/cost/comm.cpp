@@ -162,6 +162,18 @@ double override_bandwidth(const CollectiveOverride& o, const TierSpec& t, double
   return o.bus_bw_bytes_per_s * size_fraction(size_curve(o, t), bytes);
 }
 
+double ranks_fraction(const CollectiveOverride& o, int group) {
+  const std::vector<SizePoint>& re = o.ranks_efficiency;
+  if (re.empty() || group <= 0) return 1.0;
+  if (group <= re.front().bytes) return re.front().efficiency;
+  if (group >= re.back().bytes) return re.back().efficiency;
+  std::size_t hi = 1;
+  while (re[hi].bytes < group) ++hi;
+  const SizePoint& a = re[hi - 1];
+  const SizePoint& b = re[hi];
+  return a.efficiency + (group - a.bytes) / (b.bytes - a.bytes) * (b.efficiency - a.efficiency);
+}
+
 namespace {
 
 // Ratio of bus volume to size: (G-1)/G for AG, RS, A2A; 2(G-1)/G for AR; 1 for the rest.
@@ -340,7 +352,7 @@ CollectiveCost measured_collective(const HardwareSpec& hw, const TierSpec& t, co
   c.op = op;
   c.bytes = bytes;
   c.algorithm = Algorithm::Direct;
-  const double bw = bw_factor * override_bandwidth(o, t, bytes);
+  const double bw = bw_factor * override_bandwidth(o, t, bytes) * ranks_fraction(o, group);
   const double volume = o.algbw ? bytes : bus_factor(op, group) * bytes;
   c.time_s = volume / bw * t.calibration[static_cast<std::size_t>(op)] + latency_s;
   c.engine = o.engine;

@@ -139,6 +139,9 @@ double size_fraction(const std::vector<SizePoint>& se, double bytes);
 const std::vector<SizePoint>& size_curve(const CollectiveOverride& o, const TierSpec& t);
 /// A measured collective's rate for a message of `bytes`: its figure on its size curve.
 double override_bandwidth(const CollectiveOverride& o, const TierSpec& t, double bytes);
+/// A measured figure's fraction for a group of `group` ranks (its `ranks_efficiency`, linear
+/// between rows, flat beyond them; 1 without rows).
+double ranks_fraction(const CollectiveOverride& o, int group);
 
 /// A layer's attention kernel time on one rank, per pass (what hides a CP exchange).
 struct AttentionTimes {

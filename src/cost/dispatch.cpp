@@ -51,7 +51,7 @@ Stage inter_stage(const HardwareSpec& hw, const EpLayout& ep, std::string name, 
   const double sharers = ep.dies ? hw.device.dies : 1;
   const TierSpec& cluster = cluster_tier(hw);
   const auto& measured = measured_figure(cluster, library, op);
-  const double nic = measured ? override_bandwidth(*measured, cluster, bytes * sharers)
+  const double nic = measured ? override_bandwidth(*measured, cluster, bytes * sharers) * ranks_fraction(*measured, ep.ep)
                               : tier_bandwidth(cluster, bytes * sharers);
   const LevelView level = level_view(cluster, ep.nodes);
   st.bw = (nic * level.bw_factor + paired_bandwidth(hw, ep.nodes, &st.link)) / sharers;

@@ -438,6 +438,60 @@ TEST_SUITE("cost.dispatch") {
     CHECK(two.nodes == 2);
   }
 
+  TEST_CASE("a measured figure's rank curve: linear between its rows, flat beyond them") {
+    CollectiveOverride o;
+    o.bus_bw_bytes_per_s = 750.3e9;
+    CHECK(ranks_fraction(o, 64) == 1.0);  // no rows: the same at every group size
+    o.ranks_efficiency = {{8, 1.0}, {16, 0.9143}, {36, 0.8185}};
+    CHECK(ranks_fraction(o, 4) == 1.0);                                   // below the first row
+    CHECK(ranks_fraction(o, 12) == doctest::Approx(1.0 - 0.5 * 0.0857));  // half way 8 -> 16
+    CHECK(ranks_fraction(o, 26) == doctest::Approx(0.9143 - 0.5 * 0.0958));
+    CHECK(ranks_fraction(o, 64) == doctest::Approx(0.8185));  // beyond the last row
+  }
+
+  TEST_CASE("GB200 NVL72 and B200: HybridEP at NVIDIA's measured kernel rates, by rank count") {
+    // deepseek-ai/DeepEP@94a9f8f (hybrid-ep) docs/README_Hybrid-EP.md, "Kernel Only", BF16,
+    // 32 SMs on GB200: dispatch / combine 764.03 / 737.13 GB/s at 8 ranks, 706.95 / 666.26 at
+    // 16, 632.31 / 596.99 at 36; 16 SMs on B200 at 8 ranks: 734.95 / 673.84. One rate moves
+    // both ways: the harmonic mean. Its convention is algbw: the received tokens' bytes, a
+    // rank's own copies included, so an exchange moving B bytes to the other g - 1 ranks
+    // times B x g / (g - 1) at that rate (above the 304 MiB the README's 8 ranks moved).
+    auto harmonic = [](double a, double b) { return 2.0 / (1.0 / a + 1.0 / b) * 1e9; };
+    auto intra_time = [](const Plan& plan) {
+      const auto tok = model::tokens_of(plan.model, plan.strategy, plan.hardware, 1.0);
+      const EpLayout ep = ep_layout(plan.hardware, plan.model, plan.strategy, tok.per_rank_moe);
+      const ExchangeCost d = exchange(plan.hardware, ep, Dispatch::DeepEp, false);
+      for (const Stage& st : d.stages) {
+        if (st.bytes > 0 && st.link != "cluster") return std::make_tuple(st.bytes, st.time_s, ep.ranks_per_node);
+      }
+      return std::make_tuple(0.0, 0.0, 0);
+    };
+    auto plan_of = [](const char* name) {
+      const std::vector<ValidationCase> cases =
+          load_cases((std::filesystem::path(PARAPLAN_SOURCE_DIR) / "validation" / name).string());
+      REQUIRE(cases.size() == 1);
+      return cases.front().plan;
+    };
+    // GPT-OSS 120B at EP64 in one rack: beyond the README's 36 ranks, their rate.
+    const Plan ep64 = plan_of("bridge2606-gb200-gpt-oss-120b.yaml");
+    const double latency = ep64.hardware.tiers[1].latency_s;
+    const auto [b64, t64, g64] = intra_time(ep64);
+    REQUIRE(g64 == 64);
+    REQUIRE(b64 * 64 / 63 > 304.0 * 1024 * 1024);
+    CHECK(t64 == doctest::Approx(b64 * 64 / 63 / harmonic(632.31, 596.99) + latency).epsilon(2e-3));
+    // at EP16 (GB300 takes GB200's NVLink figures): the README's 16-rank row
+    const Plan ep16 = plan_of("bridge2608-gb300-gpt-oss-120b.yaml");
+    const auto [b16, t16, g16] = intra_time(ep16);
+    REQUIRE(g16 == 16);
+    CHECK(t16 == doctest::Approx(b16 * 16 / 15 / harmonic(706.95, 666.26) + latency).epsilon(2e-3));
+    // B200 at EP8 inside its node: the B200 row
+    const Plan b200 = plan_of("bridge260201-b200-qwen3-30b-a3b.yaml");
+    const auto [b8, t8, g8] = intra_time(b200);
+    REQUIRE(g8 == 8);
+    REQUIRE(b8 * 8 / 7 > 304.0 * 1024 * 1024);
+    CHECK(t8 == doctest::Approx(b8 * 8 / 7 / harmonic(734.95, 673.84) + b200.hardware.tiers[0].latency_s).epsilon(2e-3));
+  }
+
   TEST_CASE("single-node all2allv: one row per routed expert, not per distinct rank") {
     const Plan plan = load_plan("br166-ep16-mb2");
     const auto tok = model::tokens_of(plan.model, plan.strategy, plan.hardware, 1.0);
