@@ -138,16 +138,26 @@ LevelView level_view(const TierSpec& t, int nodes) {
   return {1.0 / t.levels.back().oversubscription, t.levels.back().latency_s};
 }
 
+namespace {
+
+// A curve's value at x: its end values beyond its ends, between two rows linear in x, or in
+// log2(x) when `log_scale` (message sizes).
+double curve_at(const std::vector<SizePoint>& curve, double x, bool log_scale) {
+  if (x <= curve.front().bytes) return curve.front().efficiency;
+  if (x >= curve.back().bytes) return curve.back().efficiency;
+  std::size_t hi = 1;
+  while (curve[hi].bytes < x) ++hi;
+  const SizePoint& a = curve[hi - 1];
+  const SizePoint& b = curve[hi];
+  const double w = log_scale ? std::log2(x / a.bytes) / std::log2(b.bytes / a.bytes) : (x - a.bytes) / (b.bytes - a.bytes);
+  return a.efficiency + w * (b.efficiency - a.efficiency);
+}
+
+}  // namespace
+
 double size_fraction(const std::vector<SizePoint>& se, double bytes) {
   if (se.empty() || bytes <= 0) return 1.0;
-  if (bytes <= se.front().bytes) return se.front().efficiency;
-  if (bytes >= se.back().bytes) return se.back().efficiency;
-  std::size_t hi = 1;
-  while (se[hi].bytes < bytes) ++hi;
-  const SizePoint& a = se[hi - 1];
-  const SizePoint& b = se[hi];
-  const double w = std::log2(bytes / a.bytes) / std::log2(b.bytes / a.bytes);
-  return a.efficiency + w * (b.efficiency - a.efficiency);
+  return curve_at(se, bytes, true);
 }
 
 double tier_bandwidth(const TierSpec& t, double bytes) {
@@ -163,15 +173,8 @@ double override_bandwidth(const CollectiveOverride& o, const TierSpec& t, double
 }
 
 double ranks_fraction(const CollectiveOverride& o, int group) {
-  const std::vector<SizePoint>& re = o.ranks_efficiency;
-  if (re.empty() || group <= 0) return 1.0;
-  if (group <= re.front().bytes) return re.front().efficiency;
-  if (group >= re.back().bytes) return re.back().efficiency;
-  std::size_t hi = 1;
-  while (re[hi].bytes < group) ++hi;
-  const SizePoint& a = re[hi - 1];
-  const SizePoint& b = re[hi];
-  return a.efficiency + (group - a.bytes) / (b.bytes - a.bytes) * (b.efficiency - a.efficiency);
+  if (o.ranks_efficiency.empty() || group <= 0) return 1.0;
+  return curve_at(o.ranks_efficiency, group, false);
 }
 
 namespace {
