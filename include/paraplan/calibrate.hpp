@@ -145,11 +145,26 @@ struct SustainedCalibration {
 /// DeepEP test output: the best dispatch / combine bandwidths it reports.
 struct DeepEpCalibration {
   double dispatch_rdma = 0, dispatch_nvl = 0, combine_rdma = 0, combine_nvl = 0;  ///< bytes/s, 0 = absent
+  /// HybridEP's tests/test_hybrid_ep.py output: its kernel-only rates, algorithm bandwidth
+  /// (received bytes, a rank's own copies included, over the time).
+  bool hybrid = false;
+  int ranks = 0;  ///< HybridEP: the run's ranks (its "Kernel Benchmark (..., N ranks)" header)
+  /// HybridEP runs at several rank counts: the NVLink and RDMA rates' fractions of the
+  /// smallest count's, by ranks (`ranks_efficiency` rows); empty for one run.
+  std::vector<SizePoint> nvl_ranks, rdma_ranks;
 };
 
 /// Parses DeepEP's test_intranode.py / test_internode.py output ("Best dispatch ...: X GB/s
-/// (RDMA), Y GB/s (NVL)" lines, "... GB/s (NVL)" for intranode).
+/// (RDMA), Y GB/s (NVL)" lines, "... GB/s (NVL)" for intranode), or HybridEP's
+/// tests/test_hybrid_ep.py output (its kernel benchmark: "dispatch kernel (BF16)(NVL): X
+/// GB/s, ..." and "combine kernel(NVL): Y GB/s, ...", RDMA likewise, under "=== Kernel
+/// Benchmark (BF16, N ranks) ===").
 [[nodiscard]] PARAPLAN_EXPORT DeepEpCalibration parse_deepep_log(const std::string& path);
+
+/// One log as parse_deepep_log reads it, or several HybridEP logs at different rank counts
+/// as one figure: the smallest count's rates and the others' as `nvl_ranks` / `rdma_ranks`
+/// (each pass's rate the harmonic mean of dispatch and combine, as the overlay writes it).
+[[nodiscard]] PARAPLAN_EXPORT DeepEpCalibration parse_deepep_logs(const std::vector<std::string>& paths);
 
 // ---- kernels: flash attention, memory-bound kernels, launch and host costs --------------
 
@@ -434,7 +449,7 @@ struct HardwareOverlay {
   GemmModelCalibration kernel_fit;
   std::string gemm_command;  ///< the command line that produced the fit (recorded beside it)
   bool write_units = false;  ///< also write device.compute_units (the base has none)
-  DeepEpCalibration deepep;  ///< cluster tier's `deepep` = RDMA, node tier's = NVLink (the lower of dispatch, combine)
+  DeepEpCalibration deepep;  ///< cluster tier's `deepep` = RDMA, node tier's = NVLink (DeepEP: the lower of dispatch, combine; HybridEP: their harmonic mean)
   std::string deepep_source;
   std::string node_tier, cluster_tier;  ///< tier names for the DeepEP figures
   /// device.attention entries (merged by name with the base's), with their source

@@ -408,6 +408,66 @@ DeepEpCalibration parse_deepep_log(const std::string& path) {
     double v = 0;
     return number(std::string_view(line).substr(start, stop - start), v) ? v : 0.0;
   };
+  // The number after a label's colon and before "GB/s" (HybridEP's kernel lines), 0 when absent.
+  auto after = [](const std::string& line, std::size_t colon) {
+    std::size_t end = line.find("GB/s", colon);
+    if (end == std::string::npos) return 0.0;
+    std::string_view v = std::string_view(line).substr(colon + 1, end - colon - 1);
+    while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+    while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
+    double x = 0;
+    return number(v, x) ? x : 0.0;
+  };
+  auto in_range = [&](double gbps, std::size_t i) {
+    if (auto why = out_of_range(gbps * 1e9, units::Quantity::Rate); !why.empty()) {
+      in.error(static_cast<int>(i) + 1, 1, util::fmt("%g", gbps) + " GB/s is " + why);
+      return false;
+    }
+    return true;
+  };
+  // HybridEP (tests/test_hybrid_ep.py): the kernel benchmark's non-fused lines, "dispatch
+  // kernel (BF16)(NVL): X GB/s, avg_t=..." and "combine kernel(NVL): ...", RDMA likewise; the
+  // ranks from the "=== Kernel Benchmark (BF16, N ranks) ===" header above them.
+  bool in_kernel = false;
+  for (std::size_t i = 0; i < in.lines.size(); ++i) {
+    const std::string& line = in.lines[i];
+    if (line.find("=== ") != std::string::npos) {
+      in_kernel = line.find("Kernel Benchmark") != std::string::npos;
+      if (in_kernel) {
+        const std::size_t comma = line.find(", "), r = line.find(" ranks");
+        double n = 0;
+        if (comma != std::string::npos && r != std::string::npos && r > comma &&
+            number(std::string_view(line).substr(comma + 2, r - comma - 2), n) && n >= 1) {
+          d.ranks = static_cast<int>(n);
+        } else {
+          in.error(static_cast<int>(i) + 1, 1, "a `Kernel Benchmark` header without its `N ranks`");
+        }
+      }
+      continue;
+    }
+    if (!in_kernel) continue;
+    std::size_t lead = line.find_first_not_of(' ');
+    if (lead == std::string::npos) continue;
+    const std::string_view body = std::string_view(line).substr(lead);
+    const bool dispatch = body.starts_with("dispatch kernel"), combine = body.starts_with("combine kernel");
+    if (!dispatch && !combine) continue;  // the fused permute kernels and the legend
+    const bool nvl = body.find("(NVL):") != std::string_view::npos, rdma = body.find("(RDMA):") != std::string_view::npos;
+    if (!nvl && !rdma) continue;
+    const double gbps = after(line, line.find("):") + 1);
+    if (gbps <= 0) {
+      in.error(static_cast<int>(i) + 1, 1, "a HybridEP kernel line without its `GB/s` figure");
+      continue;
+    }
+    if (!in_range(gbps, i)) continue;
+    double& slot = dispatch ? (nvl ? d.dispatch_nvl : d.dispatch_rdma) : (nvl ? d.combine_nvl : d.combine_rdma);
+    if (slot == 0) slot = gbps * 1e9;  // the first (BF16 before FP8 when a log holds both)
+    d.hybrid = true;
+  }
+  if (d.hybrid) {
+    if (d.ranks == 0) in.error(0, 0, "HybridEP kernel lines without a `Kernel Benchmark (..., N ranks)` header");
+    in.throw_if_any();
+    return d;
+  }
   bool any = false;
   for (std::size_t i = 0; i < in.lines.size(); ++i) {
     const std::string& line = in.lines[i];
@@ -421,11 +481,7 @@ DeepEpCalibration parse_deepep_log(const std::string& path) {
     }
     bool bad = false;
     for (const double gbps : {r, v}) {
-      if (gbps <= 0) continue;
-      if (auto why = out_of_range(gbps * 1e9, units::Quantity::Rate); !why.empty()) {
-        in.error(static_cast<int>(i) + 1, 1, util::fmt("%g", gbps) + " GB/s is " + why);
-        bad = true;
-      }
+      if (gbps > 0 && !in_range(gbps, i)) bad = true;
     }
     if (bad) continue;
     any = true;
@@ -434,9 +490,55 @@ DeepEpCalibration parse_deepep_log(const std::string& path) {
     rr = std::max(rr, r * 1e9);
     vv = std::max(vv, v * 1e9);
   }
-  if (in.diags.empty() && !any) in.error(0, 0, "no `Best dispatch` / `Best combine` lines found");
+  if (in.diags.empty() && !any) {
+    in.error(0, 0, "no `Best dispatch` / `Best combine` lines (DeepEP) or `Kernel Benchmark` lines (HybridEP) found");
+  }
   in.throw_if_any();
   return d;
+}
+
+namespace {
+
+// The rate a `deepep` entry writes for one link: HybridEP's harmonic mean of dispatch and
+// combine, DeepEP's lower one.
+double deepep_rate(const DeepEpCalibration& d, bool nvl) {
+  const double a = nvl ? d.dispatch_nvl : d.dispatch_rdma, b = nvl ? d.combine_nvl : d.combine_rdma;
+  if (a <= 0 || b <= 0) return std::max(a, b);
+  // HybridEP: one rate moves dispatch and combine (equal bytes each way), so the two take
+  // the time of their harmonic mean; DeepEP: the lower one, as its README's bottleneck.
+  return d.hybrid ? 2.0 / (1.0 / a + 1.0 / b) : std::min(a, b);
+}
+
+}  // namespace
+
+DeepEpCalibration parse_deepep_logs(const std::vector<std::string>& paths) {
+  std::vector<DeepEpCalibration> runs;
+  for (const std::string& p : paths) runs.push_back(parse_deepep_log(p));
+  if (runs.size() == 1) return runs.front();
+  std::vector<Diagnostic> diags;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (!runs[i].hybrid) {
+      diags.push_back({paths[i], 0, 0, "several logs make one figure only as HybridEP runs at different rank counts; this is DeepEP's (calibrate it alone)"});
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (runs[i].hybrid && runs[j].hybrid && runs[i].ranks == runs[j].ranks) {
+        diags.push_back({paths[i], 0, 0, "a second HybridEP run at " + std::to_string(runs[i].ranks) + " ranks (" + paths[j] + " has them)"});
+      }
+    }
+  }
+  if (!diags.empty()) throw ConfigError(diags);
+  std::sort(runs.begin(), runs.end(), [](const DeepEpCalibration& a, const DeepEpCalibration& b) { return a.ranks < b.ranks; });
+  DeepEpCalibration out = runs.front();
+  for (const bool nvl : {true, false}) {
+    const double base = deepep_rate(out, nvl);
+    if (base <= 0) continue;
+    std::vector<SizePoint>& curve = nvl ? out.nvl_ranks : out.rdma_ranks;
+    for (const DeepEpCalibration& r : runs) {
+      const double rate = deepep_rate(r, nvl);
+      if (rate > 0) curve.push_back(SizePoint{static_cast<double>(r.ranks), std::min(1.0, rate / base)});
+    }
+  }
+  return out;
 }
 
 }  // namespace paraplan
@@ -581,17 +683,36 @@ std::string hardware_overlay_yaml(const HardwareOverlay& o) {
     }
     if (has_deepep) {
       const DeepEpCalibration& d = o.deepep;
-      auto entry = [&](const std::string& tier, double dispatch, double combine, const char* what) {
+      auto entry = [&](const std::string& tier, bool nvl, const char* what) {
+        const double dispatch = nvl ? d.dispatch_nvl : d.dispatch_rdma, combine = nvl ? d.combine_nvl : d.combine_rdma;
         if (dispatch <= 0 && combine <= 0) return;
-        const double bw = dispatch > 0 && combine > 0 ? std::min(dispatch, combine) : std::max(dispatch, combine);
+        const double bw = deepep_rate(d, nvl);
         y << "    - name: " << tier << "\n";
-        y << "      # " << o.deepep_source << ": DeepEP " << what << " bottleneck bandwidth, dispatch "
-          << util::fmt("%.4g", dispatch / 1e9) << " / combine " << util::fmt("%.4g", combine / 1e9)
-          << " GB/s (the lower one); SM-driven, so engine compute\n";
-        y << "      deepep: {bandwidth: " << util::fmt("%.4g", bw / 1e9) << " GB/s, engine: compute}\n";
+        if (!d.hybrid) {
+          y << "      # " << o.deepep_source << ": DeepEP " << what << " bottleneck bandwidth, dispatch "
+            << util::fmt("%.4g", dispatch / 1e9) << " / combine " << util::fmt("%.4g", combine / 1e9)
+            << " GB/s (the lower one); SM-driven, so engine compute\n";
+          y << "      deepep: {bandwidth: " << util::fmt("%.4g", bw / 1e9) << " GB/s, engine: compute}\n";
+          return;
+        }
+        const std::vector<SizePoint>& curve = nvl ? d.nvl_ranks : d.rdma_ranks;
+        y << "      # " << o.deepep_source << ": HybridEP " << what << " kernel-only algorithm bandwidth at "
+          << d.ranks << " ranks, dispatch " << util::fmt("%.4g", dispatch / 1e9) << " / combine "
+          << util::fmt("%.4g", combine / 1e9) << " GB/s (their harmonic mean: one rate moves both)";
+        if (!curve.empty()) y << ", and by rank count as the runs at " << curve.size() << " counts measured it";
+        y << "; the token copies its Torch API adds are the model's permute ops; its SMs count in the device's comm_units\n";
+        y << "      deepep: {bandwidth: " << util::fmt("%.4g", bw / 1e9) << " GB/s, convention: algbw";
+        if (!curve.empty()) {
+          y << ", ranks_efficiency: [";
+          for (std::size_t i = 0; i < curve.size(); ++i) {
+            y << (i ? ", " : "") << "[" << util::fmt("%.0f", curve[i].bytes) << ", " << util::fmt("%.4g", curve[i].efficiency) << "]";
+          }
+          y << "]";
+        }
+        y << "}\n";
       };
-      entry(o.cluster_tier, d.dispatch_rdma, d.combine_rdma, "RDMA");
-      entry(o.node_tier, d.dispatch_nvl, d.combine_nvl, "NVLink");
+      entry(o.cluster_tier, false, "RDMA");
+      entry(o.node_tier, true, "NVLink");
     }
   }
   return y.str();

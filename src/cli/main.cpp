@@ -792,13 +792,20 @@ int cmd_calibrate_gemm(const CalibrateArgs& a) {
 int cmd_calibrate_deepep(const CalibrateArgs& a) {
   const paraplan::HardwareSpec hw = paraplan::load_hardware(a.hardware);
   paraplan::HardwareOverlay o = overlay_for(a, hw);
-  o.deepep = paraplan::parse_deepep_log(a.files.front());
-  o.deepep_source = a.files.front();
+  o.deepep = paraplan::parse_deepep_logs(a.files);
+  for (const std::string& f : a.files) o.deepep_source += (o.deepep_source.empty() ? "" : " ") + f;
   const auto& d = o.deepep;
-  std::cout << a.files.front() << ": dispatch " << paraplan::units::format_rate(d.dispatch_rdma) << " RDMA, "
+  std::cout << o.deepep_source << ": " << (d.hybrid ? "HybridEP kernels at " + std::to_string(d.ranks) + " ranks, " : "")
+            << "dispatch " << paraplan::units::format_rate(d.dispatch_rdma) << " RDMA, "
             << paraplan::units::format_rate(d.dispatch_nvl) << " NVLink; combine "
             << paraplan::units::format_rate(d.combine_rdma) << " RDMA, " << paraplan::units::format_rate(d.combine_nvl)
-            << " NVLink\n";
+            << " NVLink";
+  for (const auto& p : d.nvl_ranks) {
+    char frac[32];
+    std::snprintf(frac, sizeof frac, "%.3f", p.efficiency);
+    std::cout << (&p == &d.nvl_ranks.front() ? "; NVLink by ranks:" : ",") << " " << p.bytes << " x " << frac;
+  }
+  std::cout << "\n";
   return write_overlay(a, o);
 }
 
@@ -1256,10 +1263,13 @@ int run(int argc, char** argv) {
       "Example:\n"
       "  paraplan calibrate runs validation/nemo2407-llama2-7b.yaml validation/nemo2407-llama2-13b.yaml \\\n"
       "      validation/nemo2407-llama2-70b.yaml --knobs gemm\n");
-  auto* cal_deepep = calibrate->add_subcommand("deepep", "DeepEP test output -> dispatch bandwidths (all_to_all)");
-  cal_deepep->add_option("file", cal.files, "Output of DeepEP's test_intranode.py / test_internode.py")
+  auto* cal_deepep = calibrate->add_subcommand("deepep", "DeepEP / HybridEP test output -> dispatch bandwidths (deepep)");
+  cal_deepep->add_option("file", cal.files,
+                         "Output of DeepEP's test_intranode.py / test_internode.py, or of HybridEP's\n"
+                         "test_hybrid_ep.py (several HybridEP runs at different rank counts: one rate and its\n"
+                         "ranks_efficiency curve)")
       ->required()
-      ->expected(1);
+      ->expected(1, 16);
   auto* cal_attention = calibrate->add_subcommand(
       "attention", "Flash-attention timings (bench/gpu/attention.py) -> device.attention efficiency and overhead");
   cal_attention->add_option("files", cal.files,
@@ -1327,6 +1337,7 @@ int run(int argc, char** argv) {
       "  paraplan calibrate sustained hardware/calibration/h100-sxm-gemm-bf16-burst.csv \\\n"
       "      hardware/calibration/h100-sxm-gemm-bf16-capped.csv -H h100-sxm-ib\n"
       "  paraplan calibrate deepep test_internode.log -H h800-ib\n"
+      "  paraplan calibrate deepep hybrid_ep8.log hybrid_ep16.log hybrid_ep36.log -H gb200-nvl72\n"
       "  paraplan calibrate attention attention.csv -H h100-sxm-ib --into hardware/my-h100.yaml\n"
       "  paraplan calibrate memory memory.csv -H h100-sxm-ib\n"
       "  paraplan calibrate launch launch.csv -H h100-sxm-ib\n"

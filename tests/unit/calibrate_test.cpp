@@ -8,11 +8,15 @@
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "paraplan/calibrate.hpp"
 #include "paraplan/config.hpp"
 #include "paraplan/errors.hpp"
 #include "paraplan/estimate.hpp"
+#include "cost/comm.hpp"
 #include "cost/kernels.hpp"
 #include "report/writers.hpp"
 
@@ -128,6 +132,114 @@ TEST_SUITE("calibrate") {
     CHECK(hw.tiers.back().deepep->bus_bw_bytes_per_s == doctest::Approx(43e9));
     CHECK(hw.tiers.back().collective(Collective::AllToAll)->bus_bw_bytes_per_s == doctest::Approx(37e9));  // NCCL's, kept
     CHECK(!hw.tiers.front().deepep.has_value());  // no NVLink figure in an internode log
+  }
+
+  TEST_CASE("HybridEP test output: its kernel-only figures, and several rank counts as one curve") {
+    // hardware/calibration/gb200-hybridep-ep{8,16,24,32,36}.log carry deepseek-ai/DeepEP@94a9f8f
+    // (hybrid-ep) docs/README_Hybrid-EP.md's GB200 figures (32 SMs, BF16) in the format its
+    // tests/test_hybrid_ep.py prints. The kernel lines count, not the Torch API ones (545.71 /
+    // 568.94 at 8 ranks), which add a copy of the received tokens.
+    auto log = [](int ranks) {
+      return (fs::path(PARAPLAN_SOURCE_DIR) / "hardware/calibration" / ("gb200-hybridep-ep" + std::to_string(ranks) + ".log")).string();
+    };
+    DeepEpCalibration one = parse_deepep_log(log(8));
+    CHECK(one.hybrid);
+    CHECK(one.ranks == 8);
+    CHECK(one.dispatch_nvl == doctest::Approx(764.03e9));
+    CHECK(one.combine_nvl == doctest::Approx(737.13e9));
+    CHECK(one.dispatch_rdma == 0.0);
+    // Three runs: the 8-rank rate, the harmonic mean of dispatch and combine (one rate moves
+    // both ways), and each count's as a fraction of it.
+    auto harmonic = [](double a, double b) { return 2.0 / (1.0 / a + 1.0 / b); };
+    const double r8 = harmonic(764.03, 737.13), r16 = harmonic(706.95, 666.26), r36 = harmonic(632.31, 596.99);
+    DeepEpCalibration d = parse_deepep_logs({log(36), log(8), log(16)});
+    CHECK(d.ranks == 8);
+    REQUIRE(d.nvl_ranks.size() == 3);
+    CHECK(d.nvl_ranks[0].bytes == 8);
+    CHECK(d.nvl_ranks[0].efficiency == doctest::Approx(1.0));
+    CHECK(d.nvl_ranks[1].bytes == 16);
+    CHECK(d.nvl_ranks[1].efficiency == doctest::Approx(r16 / r8));
+    CHECK(d.nvl_ranks[2].bytes == 36);
+    CHECK(d.nvl_ranks[2].efficiency == doctest::Approx(r36 / r8));
+    CHECK(d.rdma_ranks.empty());
+    // Written on the tier below the cluster (GB200's rack), it gives gb200-nvl72's own entry
+    // (hardware/gb200-nvl72.yaml, from the same README): 750.3 GB/s and 614.1 at 36 ranks.
+    HardwareOverlay o;
+    o.base = "gb200-nvl72";
+    o.name = "gb200-hybridep";
+    o.date = "2026-12-08";
+    o.deepep = d;
+    o.deepep_source = "gb200-hybridep-ep{8,16,36}.log";
+    o.node_tier = "nvl72";
+    o.cluster_tier = "cluster";
+    const HardwareSpec hw = parse_hardware(hardware_overlay_yaml(o), "gb200-hybridep.yaml");
+    const HardwareSpec preset = load_hardware("gb200-nvl72");
+    REQUIRE(hw.tiers[1].name == "nvl72");
+    REQUIRE(hw.tiers[1].deepep.has_value());
+    REQUIRE(preset.tiers[1].deepep.has_value());
+    const CollectiveOverride& cal = *hw.tiers[1].deepep;
+    CHECK(cal.algbw);
+    CHECK(cal.bus_bw_bytes_per_s == doctest::Approx(r8 * 1e9).epsilon(1e-3));
+    CHECK(cal.bus_bw_bytes_per_s == doctest::Approx(preset.tiers[1].deepep->bus_bw_bytes_per_s).epsilon(1e-3));
+    for (const int ranks : {8, 16, 24, 36, 64}) {
+      CAPTURE(ranks);
+      CHECK(cal.bus_bw_bytes_per_s * cost::ranks_fraction(cal, ranks) ==
+            doctest::Approx(preset.tiers[1].deepep->bus_bw_bytes_per_s * cost::ranks_fraction(*preset.tiers[1].deepep, ranks))
+                .epsilon(ranks == 24 ? 0.01 : 1e-3));  // 24 ranks: interpolated here, measured in the preset
+    }
+  }
+
+  TEST_CASE("recorded fit: gb200-nvl72's and b200-sxm-ib's HybridEP entries are their commands' output") {
+    // The commands in hardware/gb200-nvl72.yaml and b200-sxm-ib.yaml, run on the logs they name.
+    const fs::path dir = fs::path(PARAPLAN_SOURCE_DIR) / "hardware/calibration";
+    std::vector<std::string> gb200;
+    for (const int r : {8, 16, 24, 32, 36}) gb200.push_back((dir / ("gb200-hybridep-ep" + std::to_string(r) + ".log")).string());
+    for (const auto& [base, tier, logs] :
+         {std::make_tuple(std::string("gb200-nvl72"), std::size_t{1}, gb200),
+          std::make_tuple(std::string("b200-sxm-ib"), std::size_t{0}, std::vector<std::string>{(dir / "b200-hybridep-ep8.log").string()})}) {
+      CAPTURE(base);
+      HardwareOverlay o;
+      o.base = base;
+      o.name = base + "-hybridep";
+      o.date = "2026-12-08";
+      o.deepep = parse_deepep_logs(logs);
+      o.deepep_source = "recorded logs";
+      const HardwareSpec preset = load_hardware(base);
+      o.node_tier = preset.tiers[preset.tiers.size() - 2].name;
+      o.cluster_tier = preset.tiers.back().name;
+      const HardwareSpec cal = parse_hardware(hardware_overlay_yaml(o), o.name + ".yaml");
+      REQUIRE(preset.tiers[tier].deepep.has_value());
+      const CollectiveOverride& want = *preset.tiers[tier].deepep;
+      const CollectiveOverride& got = *cal.tiers[tier].deepep;
+      CHECK(got.bus_bw_bytes_per_s == doctest::Approx(want.bus_bw_bytes_per_s).epsilon(1e-4));
+      CHECK(got.algbw == want.algbw);
+      REQUIRE(got.ranks_efficiency.size() == want.ranks_efficiency.size());
+      for (std::size_t i = 0; i < want.ranks_efficiency.size(); ++i) {
+        CHECK(got.ranks_efficiency[i].bytes == want.ranks_efficiency[i].bytes);
+        CHECK(got.ranks_efficiency[i].efficiency == doctest::Approx(want.ranks_efficiency[i].efficiency).epsilon(1e-4));
+      }
+    }
+  }
+
+  TEST_CASE("HybridEP logs: one figure only from runs at different rank counts") {
+    const std::string gb200_log = (fs::path(PARAPLAN_SOURCE_DIR) / "hardware/calibration/gb200-hybridep-ep8.log").string();
+    try {
+      (void)parse_deepep_logs({gb200_log, data("deepep_internode_ep16.log")});
+      FAIL("a DeepEP log beside a HybridEP one was accepted");
+    } catch (const ConfigError& e) {
+      REQUIRE(e.diagnostics().size() == 1);
+      CHECK(e.diagnostics()[0].file.find("deepep_internode_ep16.log") != std::string::npos);
+      CHECK(e.diagnostics()[0].message.find("calibrate it alone") != std::string::npos);
+    }
+    try {
+      (void)parse_deepep_logs({gb200_log, gb200_log});
+      FAIL("two runs at the same rank count were accepted");
+    } catch (const ConfigError& e) {
+      REQUIRE(e.diagnostics().size() == 1);
+      CHECK(e.diagnostics()[0].message.find("a second HybridEP run at 8 ranks") != std::string::npos);
+    }
+    const std::string headless = write_temp("hybridep_headless.log", "dispatch kernel (BF16)(NVL):   764.03 GB/s, avg_t=417.5 us\n");
+    CHECK_THROWS_AS((void)parse_deepep_log(headless), ConfigError);  // no kernel section: no figure at all
   }
 
   TEST_CASE("broken logs are reported at file:line") {
