@@ -701,7 +701,9 @@ std::string hardware_overlay_yaml(const HardwareOverlay& o) {
           << util::fmt("%.4g", combine / 1e9) << " GB/s (their harmonic mean: one rate moves both)";
         if (!curve.empty()) y << ", and by rank count as the runs at " << curve.size() << " counts measured it";
         y << "; the token copies its Torch API adds are the model's permute ops; its SMs count in the device's comm_units\n";
-        y << "      deepep: {bandwidth: " << util::fmt("%.4g", bw / 1e9) << " GB/s, convention: algbw";
+        // NVLink: received bytes, own copies included, over the time (algbw); RDMA: the bytes
+        // sent across nodes, which the model's inter-node stage moves at the figure as it is.
+        y << "      deepep: {bandwidth: " << util::fmt("%.4g", bw / 1e9) << " GB/s" << (nvl ? ", convention: algbw" : "");
         if (!curve.empty()) {
           y << ", ranks_efficiency: [";
           for (std::size_t i = 0; i < curve.size(); ++i) {
