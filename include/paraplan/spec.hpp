@@ -536,6 +536,12 @@ struct Training {
   /// cast back (backward), each a pass over the logits shard (NVIDIA/Megatron-LM@1e057005
   /// megatron/core/tensor_parallel/cross_entropy.py). `training.loss: unfused`.
   bool unfused_loss = false;
+  /// RoPE as Megatron-Core's unfused path runs it (`_apply_rotary_pos_emb_bshd`: multiply by
+  /// cos, rotate half by negate and concatenate, multiply by sin, add, concatenate with the
+  /// pass-through part, each a kernel), the path it takes when a model's YaRN attention factor
+  /// (mscale) is not 1, which Transformer Engine's fused RoPE cannot apply (NVIDIA/Megatron-LM
+  /// #2038, 987395813b; GPT-OSS), or without --apply-rope-fusion. `training.rope: unfused`.
+  bool unfused_rope = false;
   /// Low-precision storage (DeepSeek-V3 sec. 3.3.3; Megatron-LM --fp8-param-gather): with FP8
   /// GEMMs, linear-layer weights are held in FP8 only (the FP32 master stays with the
   /// optimizer), the attention output is cached once in FP8 (E5M6; it serves the flash
@@ -754,6 +760,7 @@ struct SearchSpace {
   bool cuda_graphs = false;        ///< training.cuda_graphs
   bool cuda_graphs_full = false;   ///< training.cuda_graphs: full
   bool fp8_head = false;           ///< training.fp8_head
+  bool unfused_rope = false;       ///< training.rope: unfused
   bool fused_mlp = false;          ///< moe.fused_mlp
   int offload_layers = 0;          ///< training.offload_layers
   /// training.recompute_layers, for the candidates that recompute (auto: 0 and the powers of

@@ -244,6 +244,7 @@ SearchSpace read_common(const Node& root, Diags& diags, bool space) {
       sp.cuda_graphs_full = *v == 2;
     }
     if (auto v = t.boolean("fp8_head")) sp.fp8_head = *v;
+    if (auto v = t.enumeration("rope", EnumNames<bool>{{"fused", false}, {"unfused", true}})) sp.unfused_rope = *v;
     if (auto v = t.count("offload_layers", Need::Optional, 0, 1 << 20)) sp.offload_layers = *v;
     choice.read(t, "recompute_layers", sp.recompute_layers, count(0, 1 << 20));
     if (auto v = t.enumeration("grad_precision", EnumNames<bool>{{"fp32", false}, {"bf16", true}})) {
@@ -370,6 +371,7 @@ Strategy read_strategy(const Node& root, Diags& diags) {
   s.training.cuda_graphs = sp.cuda_graphs;
   s.training.cuda_graphs_full = sp.cuda_graphs_full;
   s.training.fp8_head = sp.fp8_head;
+  s.training.unfused_rope = sp.unfused_rope;
   s.training.offload_layers = sp.offload_layers;
   s.training.recompute_layers = first_or(sp.recompute_layers, 0);
   s.training.repeat_kv = sp.repeat_kv;

@@ -147,9 +147,19 @@ Op norm(const Ctx& c, std::string name, double tokens, double width) {
 // (torchtitan's complex rotation): x.float() as complex (2 + 4 B), the complex multiply (4 + 4
 // B, frequencies cached), back to BF16 (4 + 2 B): 20 B per element in 3 kernels per tensor,
 // and the same in backward.
+//
+// Unfused (Megatron-Core's `_apply_rotary_pos_emb_bshd`, NVIDIA/Megatron-LM@d98e8a64dd
+// megatron/core/models/common/embeddings/rope_utils.py, BF16 throughout): t * cos (2 + 2 B),
+// the rotated half's negation (1 + 1 B) and concatenation (2 + 2 B), * sin (2 + 2 B), the sum
+// (4 + 2 B) and the concatenation with the empty pass-through part (2 + 2 B): 24 B per element
+// in 6 kernels per tensor. Backward: the two products' gradients (2 x 4 B), the negation's
+// (2 B), the concatenation of the halves' gradients (4 B) and their sum (6 B): 20 B in 5.
 Op rope_op(const Ctx& c, Module module, double elems, int tensors) {
   if (c.s.training.eager_elementwise) {
     return memory("rope", module, 20 * elems, 20 * elems, MemClass::Elementwise, 3 * tensors);
+  }
+  if (c.s.training.unfused_rope) {
+    return memory("rope", module, 24 * elems, 20 * elems, MemClass::Elementwise, 6 * tensors, 5 * tensors);
   }
   return memory("rope", module, 2 * elems * kAct, 2 * elems * kAct, MemClass::Elementwise, tensors);
 }

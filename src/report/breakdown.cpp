@@ -49,6 +49,7 @@ void write_strategy(report::JsonWriter& w, const Plan& plan) {
   w.field("cuda_graphs", s.training.cuda_graphs);
   w.field("cuda_graphs_full", s.training.cuda_graphs_full);
   w.field("fp8_head", s.training.fp8_head);
+  w.field("rope", s.training.unfused_rope ? "unfused" : "fused");
   w.field("pipeline_runs", s.training.pipeline_runs);
   w.field("cp_comm", spelling(kCpCommNames, s.training.cp_comm));
   w.field("fp8_recipe", spelling(kFp8RecipeNames, s.training.fp8_recipe));

@@ -32,7 +32,7 @@ std::size_t LayerKeyHash::operator()(const LayerKey& k) const noexcept {
   mix((k.eager_elementwise ? 1u : 0u) | (k.eager_loss ? 2u : 0u) | (k.unfused_loss ? 4u : 0u) |
       (k.repeat_kv ? 8u : 0u) | (k.cuda_graphs ? 16u : 0u) | (k.separate_linears ? 32u : 0u) |
       (k.fp32_grad_add ? 64u : 0u) | (k.cuda_graphs_full ? 128u : 0u) | (k.fp8_head ? 256u : 0u) |
-      (k.fused_mlp ? 512u : 0u));
+      (k.fused_mlp ? 512u : 0u) | (k.unfused_rope ? 1024u : 0u));
   mix(static_cast<std::size_t>(k.cp_comm));
   mix(static_cast<std::size_t>(k.fp8_recipe));
   return h;
@@ -76,6 +76,7 @@ LayerKey key_of(const Strategy& s, int model_seq) {
   k.cuda_graphs = s.training.cuda_graphs;
   k.cuda_graphs_full = s.training.cuda_graphs_full;
   k.fp8_head = s.training.fp8_head;
+  k.unfused_rope = s.training.unfused_rope;
   k.fused_mlp = s.moe.fused_mlp;
   k.separate_linears = s.training.separate_linears;
   k.fp32_grad_add = s.training.fp32_grad_add;

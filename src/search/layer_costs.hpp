@@ -43,6 +43,7 @@ struct LayerKey {
   bool cuda_graphs = false;
   bool cuda_graphs_full = false;
   bool fp8_head = false;
+  bool unfused_rope = false;
   bool fused_mlp = false;
   bool separate_linears = false;
   bool fp32_grad_add = false;

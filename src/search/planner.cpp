@@ -852,6 +852,7 @@ Enumeration enumerate(const HardwareSpec& hw, const ModelSpec& m, const SearchSp
   base.training.cuda_graphs = sp.cuda_graphs;
   base.training.cuda_graphs_full = sp.cuda_graphs_full;
   base.training.fp8_head = sp.fp8_head;
+  base.training.unfused_rope = sp.unfused_rope;
   base.moe.fused_mlp = sp.fused_mlp;
   base.training.offload_layers = sp.offload_layers;
   base.training.pipeline_runs = sp.pipeline_runs;
@@ -1078,7 +1079,7 @@ std::string search_key(const SearchSpace& sp, const SearchOptions& o) {
     raw(k, v);
   }
   for (bool v : {sp.embedding_in_split, sp.loss_in_split, sp.unfused_attention, sp.eager_elementwise, sp.fp8_storage,
-                 sp.bf16_grads, sp.grad_sync_micro_batch, sp.fp32_grad_add, sp.grad_all_reduce, sp.cuda_graphs, sp.cuda_graphs_full, sp.fp8_head, sp.fused_mlp, sp.repeat_kv, sp.separate_linears, sp.fp8_dispatch, sp.gate_at_swiglu, sp.overlap.ep, sp.overlap.dp, sp.overlap.tp,
+                 sp.bf16_grads, sp.grad_sync_micro_batch, sp.fp32_grad_add, sp.grad_all_reduce, sp.cuda_graphs, sp.cuda_graphs_full, sp.fp8_head, sp.unfused_rope, sp.fused_mlp, sp.repeat_kv, sp.separate_linears, sp.fp8_dispatch, sp.gate_at_swiglu, sp.overlap.ep, sp.overlap.dp, sp.overlap.tp,
                  sp.overlap.pp, sp.overlap.pp_lockstep, sp.overlap.tp_async, sp.overlap.cp, o.keep_all}) {
     raw(k, v);
   }

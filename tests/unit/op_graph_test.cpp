@@ -112,6 +112,28 @@ TEST_SUITE("model.op_graph") {
     CHECK((wg.m == 3584 && wg.n == 8192 && wg.k == 8192));
   }
 
+  TEST_CASE("rope: unfused: Megatron-Core's unfused RoPE, the path a YaRN attention factor takes") {
+    // NVIDIA/Megatron-LM@d98e8a64dd megatron/core/models/common/embeddings/rope_utils.py,
+    // _apply_rotary_pos_emb_bshd on BF16 q and k (Llama 3 70B at TP8: 8192 tokens x (8 + 1)
+    // heads x 128). Forward, bytes per element: t * cos 2 + 2, the rotated half's negation
+    // 1 + 1 and concatenation 2 + 2, * sin 2 + 2, the sum 4 + 2, the concatenation with the
+    // empty pass-through part 2 + 2: 24 in 6 kernels per tensor. Backward: the products'
+    // gradients 2 x (2 + 2), the negation's 1 + 1, the halves' concatenation 2 + 2, the sum of
+    // the two paths 4 + 2: 20 in 5. Fused (TE): 2 + 2 each way, one kernel per tensor.
+    Plan p = llama_plan(8, true);
+    p.strategy.training.unfused_rope = true;
+    const auto layers = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    const Op& rope = op(layer(layers, LayerKind::Dense), "rope");
+    const double elems = 8192.0 * 9 * 128;
+    CHECK(rope.bytes == doctest::Approx(24.0 * elems));
+    CHECK(rope.bwd_bytes == doctest::Approx(20.0 * elems));
+    CHECK(rope.kernels == 12);
+    CHECK(rope.bwd_kernels == 10);
+    p.strategy.training.unfused_rope = false;
+    const auto fused = model::build_layers(p.model, p.strategy, p.hardware, 1.0);
+    CHECK(op(layer(fused, LayerKind::Dense), "rope").bytes == doctest::Approx(4.0 * elems));
+  }
+
   TEST_CASE("eager elementwise: RMSNorm, SwiGLU, RoPE and cross-entropy as PyTorch eager runs them") {
     // Llama 3 70B, TP8 with SP: norms on 8192 / 8 = 1024 tokens x 8192; SwiGLU on 8192 tokens
     // x 28672 / 8; RoPE on q and k, 8192 x (8 + 1) heads x 128. Byte counts per element
