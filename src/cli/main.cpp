@@ -789,6 +789,13 @@ int cmd_calibrate_gemm(const CalibrateArgs& a) {
   return write_overlay(a, o);
 }
 
+// printf-style formatting of one number, for the calibration summaries.
+std::string num(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
 int cmd_calibrate_deepep(const CalibrateArgs& a) {
   const paraplan::HardwareSpec hw = paraplan::load_hardware(a.hardware);
   paraplan::HardwareOverlay o = overlay_for(a, hw);
@@ -800,20 +807,11 @@ int cmd_calibrate_deepep(const CalibrateArgs& a) {
             << paraplan::units::format_rate(d.dispatch_nvl) << " NVLink; combine "
             << paraplan::units::format_rate(d.combine_rdma) << " RDMA, " << paraplan::units::format_rate(d.combine_nvl)
             << " NVLink";
-  for (const auto& p : d.nvl_ranks) {
-    char frac[32];
-    std::snprintf(frac, sizeof frac, "%.3f", p.efficiency);
-    std::cout << (&p == &d.nvl_ranks.front() ? "; NVLink by ranks:" : ",") << " " << p.bytes << " x " << frac;
+  for (std::size_t i = 0; i < d.nvl_ranks.size(); ++i) {
+    std::cout << (i == 0 ? "; NVLink by ranks:" : ",") << " " << d.nvl_ranks[i].bytes << " x " << num("%.3f", d.nvl_ranks[i].efficiency);
   }
   std::cout << "\n";
   return write_overlay(a, o);
-}
-
-// printf-style formatting of one number, for the calibration summaries.
-std::string num(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
 }
 
 int cmd_calibrate_attention(const CalibrateArgs& a) {

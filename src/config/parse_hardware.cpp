@@ -1,3 +1,4 @@
+#include <optional>
 #include <set>
 #include <string>
 
@@ -226,36 +227,38 @@ DeviceSpec read_device(MapReader& root, Diags& diags) {
   return d;
 }
 
-// `[size, fraction]` rows with sizes that increase.
-void read_size_curve(MapReader& r, Diags& diags, std::vector<SizePoint>& out) {
+// `key`: [x, fraction] rows with x increasing, x read by `read_x` (`what` / `plural` name it
+// in messages: size / sizes, ranks / ranks).
+template <typename ReadX>
+void read_curve(MapReader& r, Diags& diags, const char* key, const std::string& what, const char* plural,
+                ReadX read_x, std::vector<SizePoint>& out) {
   ScalarReader s(diags);
-  const std::string se = r.dotted("size_efficiency");
-  read_rows(r.get("size_efficiency"), se, 2, "[size, fraction]", diags, [&](const Node& row) {
-    auto bytes = s.quantity(row.items[0], se + " size", Quantity::Size, false);
-    auto eff = s.fraction(row.items[1], se + " fraction");
-    if (!bytes || !eff) return;
-    if (!out.empty() && *bytes <= out.back().bytes) {
-      diags.error(row.items[0].loc, "`" + se + "` sizes must increase from row to row");
+  const std::string dotted = r.dotted(key);
+  read_rows(r.get(key), dotted, 2, "[" + what + ", fraction]", diags, [&](const Node& row) {
+    std::optional<double> x = read_x(s, row.items[0], dotted + " " + what);
+    auto eff = s.fraction(row.items[1], dotted + " fraction");
+    if (!x || !eff) return;
+    if (!out.empty() && *x <= out.back().bytes) {
+      diags.error(row.items[0].loc, "`" + dotted + "` " + plural + " must increase from row to row");
       return;
     }
-    out.push_back(SizePoint{*bytes, *eff});
+    out.push_back(SizePoint{*x, *eff});
   });
 }
 
-// `ranks_efficiency`: [ranks, fraction] rows, the ranks increasing.
+// `size_efficiency`: [size, fraction] rows with sizes that increase.
+void read_size_curve(MapReader& r, Diags& diags, std::vector<SizePoint>& out) {
+  read_curve(r, diags, "size_efficiency", "size", "sizes", [](const ScalarReader& s, const Node& n, const std::string& what) {
+    return s.quantity(n, what, Quantity::Size, false);
+  }, out);
+}
+
+// `ranks_efficiency`: [ranks, fraction] rows, the ranks (groups of 2 or more) increasing.
 void read_ranks_curve(MapReader& r, Diags& diags, std::vector<SizePoint>& out) {
-  ScalarReader s(diags);
-  const std::string re = r.dotted("ranks_efficiency");
-  read_rows(r.get("ranks_efficiency"), re, 2, "[ranks, fraction]", diags, [&](const Node& row) {
-    auto ranks = s.integer(row.items[0], re + " ranks", 2, 1 << 20);
-    auto eff = s.fraction(row.items[1], re + " fraction");
-    if (!ranks || !eff) return;
-    if (!out.empty() && *ranks <= out.back().bytes) {
-      diags.error(row.items[0].loc, "`" + re + "` ranks must increase from row to row");
-      return;
-    }
-    out.push_back(SizePoint{static_cast<double>(*ranks), *eff});
-  });
+  read_curve(r, diags, "ranks_efficiency", "ranks", "ranks", [](const ScalarReader& s, const Node& n, const std::string& what) {
+    const std::optional<long long> v = s.integer(n, what, 2, 1 << 20);
+    return v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt;
+  }, out);
 }
 
 CollectiveOverride read_override(const Node& node, const std::string& path, Diags& diags) {
